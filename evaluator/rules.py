@@ -1,0 +1,186 @@
+"""The competition's frozen numbers and names: the one place they live.
+
+Code reads `OFFICIAL` (or a `Competition` passed in); docs and templates render
+from `Competition.as_dict()`. Tests needing other values use `dataclasses.replace`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMAT_VERSION = 1
+
+BENCHMARKS = ("math500", "mmlu", "livecodebench")
+ROLES = ("Thinker", "Worker", "Verifier")
+SVF_MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+SPLITS = ("eval", "audit", "live")
+
+WEIGHTS_FILE = "weights.safetensors"
+RECEIPT_FILE = "receipt.json"
+README_FILE = "README.md"
+SUBMISSION_FILES = (WEIGHTS_FILE, RECEIPT_FILE, README_FILE)
+REQUIRED_FILES = (WEIGHTS_FILE, RECEIPT_FILE)
+HEAD_TENSOR = "head"
+SCALES_TENSOR = "svf_scales"
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+GENERATION_PATTERN = re.compile(r"^[1-9][0-9]{0,5}$")
+SHA256_PATTERN = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class PoolModel:
+    """One pool model: its short name, OpenRouter slug and list prices (USD per 1M tokens)."""
+
+    name: str
+    slug: str
+    usd_per_m_prompt: float
+    usd_per_m_completion: float
+
+    def cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.usd_per_m_prompt
+                + completion_tokens * self.usd_per_m_completion) / 1e6
+
+
+# Fallback prices, used only when the provider's response carries no cost.
+POOL = (
+    PoolModel("qwen3.5-35b-a3b", "qwen/qwen3.5-35b-a3b", 0.15, 1.00),
+    PoolModel("gemini-3.1-flash-lite", "google/gemini-3.1-flash-lite", 0.10, 0.40),
+    PoolModel("deepseek-v4-flash", "deepseek/deepseek-v4-flash", 0.14, 0.28),
+)
+
+
+@dataclass(frozen=True)
+class Competition:
+    """Every frozen rule of the competition. `OFFICIAL` is the instance that counts."""
+
+    # coordinator (SPEC §3)
+    encoder_id: str = "Qwen/Qwen3-0.6B"
+    hidden_size: int = 1024
+    num_layers: int = 28
+    svf_layer: int = 26
+    svf_scale_count: int = 7168
+    head_input_suffix: str = "\n<Head Input>"
+    head_context_tokens: int = 2048
+    # pool and loop (SPEC §4)
+    pool: tuple[PoolModel, ...] = POOL
+    temperature: float = 0.0
+    reasoning_effort: str = "low"
+    max_completion_tokens: int = 4096
+    max_turns: int = 5
+    transcript_output_chars: int = 6000
+    # hidden benchmark (SPEC §6)
+    benchmarks: tuple[str, ...] = BENCHMARKS
+    eval_size: int = 150
+    audit_size: int = 50
+    live_size: int = 20
+    # gates (SPEC §7)
+    rate_limit_count: int = 1
+    rate_limit_hours: int = 24
+    duplicate_cosine: float = 0.99
+    max_abs_weight: float = 1e6
+    receipt_min_fitness_entries: int = 3
+    receipt_min_cost_usd: float = 0.0
+    max_weights_bytes: int = 128 * 1024
+    max_receipt_bytes: int = 64 * 1024
+    max_readme_bytes: int = 64 * 1024
+    max_safetensors_header_bytes: int = 16 * 1024
+    # scoring (SPEC §8)
+    weight_cached: float = 0.70
+    weight_live: float = 0.15
+    weight_efficiency: float = 0.10
+    weight_novelty: float = 0.05
+    win_margin: float = 0.02
+    overfit_reject_gap: float = 0.15
+    overfit_penalty_gap: float = 0.08
+    overfit_penalty_factor: float = 0.85
+    novelty_questions: int = 50
+    novelty_without_king: float = 0.5
+    bootstrap_resamples: int = 2000
+    # miner tool defaults (SPEC §12): not rules, but documented from here too
+    train_sigma0: float = 0.1
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def n_models(self) -> int:
+        return len(self.pool)
+
+    @property
+    def n_roles(self) -> int:
+        return len(ROLES)
+
+    @property
+    def head_shape(self) -> tuple[int, int]:
+        return (self.n_models + self.n_roles, self.hidden_size)
+
+    @property
+    def n_head_params(self) -> int:
+        rows, cols = self.head_shape
+        return rows * cols
+
+    @property
+    def n_params(self) -> int:
+        return self.n_head_params + self.svf_scale_count
+
+    @property
+    def split_sizes(self) -> dict[str, int]:
+        return {"eval": self.eval_size, "audit": self.audit_size, "live": self.live_size}
+
+    @property
+    def pool_names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.pool)
+
+    @property
+    def train_popsize(self) -> int:
+        """pycma's default population for n parameters: 4 + floor(3 ln n)."""
+        return 4 + math.floor(3 * math.log(self.n_params))
+
+    def pool_model(self, name: str) -> PoolModel:
+        for model in self.pool:
+            if model.name == name:
+                return model
+        raise KeyError(f"{name!r} is not in the pool {self.pool_names}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every rule by name, plus the derived figures, for docs and templates."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        data["pool"] = [dataclasses.asdict(m) for m in self.pool]
+        data["benchmarks"] = list(self.benchmarks)
+        for name in ("n_models", "n_roles", "head_shape", "n_head_params", "n_params",
+                     "split_sizes", "pool_names", "train_popsize"):
+            value = getattr(self, name)
+            data[name] = list(value) if isinstance(value, tuple) else value
+        data.update(roles=list(ROLES), svf_matrices=list(SVF_MATRICES), splits=list(SPLITS),
+                    submission_files=list(SUBMISSION_FILES), weights_file=WEIGHTS_FILE,
+                    receipt_file=RECEIPT_FILE, readme_file=README_FILE,
+                    head_tensor=HEAD_TENSOR, scales_tensor=SCALES_TENSOR,
+                    format_version=FORMAT_VERSION, name_pattern=NAME_PATTERN.pattern,
+                    generation_pattern=GENERATION_PATTERN.pattern)
+        return data
+
+    @classmethod
+    def from_overrides(cls, overrides: dict[str, Any], base: Competition | None = None) -> Competition:
+        """A competition that differs from `base` (default OFFICIAL) in the named fields."""
+        base = base or OFFICIAL
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra", "pool"}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ValueError(f"unknown competition fields: {', '.join(unknown)}")
+        values = dict(overrides)
+        if "benchmarks" in values:
+            values["benchmarks"] = tuple(values["benchmarks"])
+        return dataclasses.replace(base, **values)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Competition:
+        """Read overrides from a JSON file (the demo's tiny encoder uses one)."""
+        return cls.from_overrides(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+OFFICIAL = Competition()
