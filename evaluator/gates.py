@@ -1,0 +1,357 @@
+"""Pre-evaluation gates 0–4: pure checks run in order, stopping at the first failure.
+
+Each gate is `check(sub, ctx) -> str | None`: None passes, a string is the reason a
+miner can act on. The chain is the `GATES` tuple; the bot, preflight and the
+evaluator's defence-in-depth re-check all iterate it.
+"""
+
+from __future__ import annotations
+
+import logging
+import stat
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+
+from evaluator.attempts import Attempt, format_time, read_attempts
+from evaluator.errors import SubmissionError
+from evaluator.rules import (
+    GENERATION_PATTERN,
+    NAME_PATTERN,
+    OFFICIAL,
+    RECEIPT_FILE,
+    REQUIRED_FILES,
+    SUBMISSION_FILES,
+    WEIGHTS_FILE,
+    Competition,
+)
+from evaluator.submission import Receipt, load_receipt, read_weights, sha256_file
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One line of `git diff --name-status`."""
+
+    status: str
+    path: str
+    old_path: str | None = None
+
+
+def parse_changes(text: str) -> list[Change]:
+    changes = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        status = parts[0].strip()
+        if status[:1] in ("R", "C") and len(parts) == 3:
+            changes.append(Change(status[:1], parts[2], old_path=parts[1]))
+        elif len(parts) == 2 and status:
+            changes.append(Change(status[:1], parts[1]))
+        else:
+            raise ValueError(f"cannot read changed-files line {line!r}")
+    return changes
+
+
+@dataclass
+class Submission:
+    """A submission folder as untrusted data; parts are parsed on first use."""
+
+    repo: Path
+    relpath: str
+    rules: Competition = OFFICIAL
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return PurePosixPath(self.relpath).parts
+
+    @property
+    def login(self) -> str:
+        return self.parts[1] if len(self.parts) > 1 else ""
+
+    @property
+    def generation(self) -> int:
+        return int(self.parts[2])
+
+    @property
+    def folder(self) -> Path:
+        return self.repo / self.relpath
+
+    @cached_property
+    def weights(self) -> tuple[np.ndarray, np.ndarray]:
+        return read_weights(self.folder / WEIGHTS_FILE, self.rules)
+
+    @cached_property
+    def receipt(self) -> Receipt:
+        return load_receipt(self.folder / RECEIPT_FILE, self.rules)
+
+
+@dataclass(frozen=True)
+class GateContext:
+    author: str
+    now: datetime
+    changes: list[Change] | None = None
+    pr: int | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+    rules: Competition = OFFICIAL
+
+
+GateCheck = Callable[[Submission, GateContext], "str | None"]
+
+
+@dataclass(frozen=True)
+class Gate:
+    number: int
+    name: str
+    check: GateCheck
+
+
+@dataclass(frozen=True)
+class GateResult:
+    number: int
+    name: str
+    passed: bool | None  # None: not run, an earlier gate failed
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class GateReport:
+    results: tuple[GateResult, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    @property
+    def failed(self) -> GateResult | None:
+        return next((r for r in self.results if r.passed is False), None)
+
+    def passed_gate(self, number: int) -> bool:
+        return any(r.number == number and r.passed for r in self.results)
+
+    def to_dict(self) -> dict:
+        failed = self.failed
+        return {
+            "passed": self.passed,
+            "failed_gate": None if failed is None else
+            {"number": failed.number, "name": failed.name, "reason": failed.reason},
+            "gates": [{"number": r.number, "name": r.name, "passed": r.passed, "reason": r.reason}
+                      for r in self.results],
+        }
+
+
+# ---------------------------------------------------------------- generations
+
+def merged_generations(repo: Path, login: str, exclude: Path | None = None) -> list[int]:
+    """Generations already in submissions/<login>/ (login compared case-insensitively)."""
+    root = repo / "submissions"
+    found = []
+    if not root.is_dir():
+        return found
+    for miner_dir in root.iterdir():
+        if miner_dir.name.lower() != login.lower() or not miner_dir.is_dir():
+            continue
+        for gen_dir in miner_dir.iterdir():
+            if GENERATION_PATTERN.match(gen_dir.name) and gen_dir != exclude:
+                found.append(int(gen_dir.name))
+    return found
+
+
+def next_generation(repo: str | Path, login: str, attempts: Iterable[Attempt] = (),
+                    pr: int | None = None, exclude: Path | None = None) -> int:
+    """1 + the highest merged or attempted generation; a re-run PR keeps its own."""
+    attempts = list(attempts)
+    for attempt in attempts:
+        if pr is not None and attempt.pr == pr and attempt.miner.lower() == login.lower():
+            return attempt.generation
+    seen = merged_generations(Path(repo), login, exclude)
+    seen += [a.generation for a in attempts if a.miner.lower() == login.lower()]
+    return max(seen, default=0) + 1
+
+
+# ---------------------------------------------------------------- gate 0
+
+def _scope_of_changes(sub: Submission, ctx: GateContext) -> str | None:
+    prefix = PurePosixPath(sub.relpath)
+    for change in ctx.changes or []:
+        path = PurePosixPath(change.path)
+        if change.status != "A":
+            verb = {"M": "modifies", "D": "deletes", "R": "renames", "C": "copies"}.get(
+                change.status, f"changes ({change.status})")
+            return f"the PR {verb} {change.path!r}; a submission may only add new files"
+        if path.parent != prefix:
+            return (f"the PR touches {change.path!r}, outside {sub.relpath}/; "
+                    "submit only your one folder")
+        if path.name not in SUBMISSION_FILES:
+            return f"{path.name!r} is not allowed; use only {', '.join(SUBMISSION_FILES)}"
+    return None
+
+
+def _scope_of_folder(sub: Submission, rules: Competition) -> str | None:
+    for part in (sub.repo / "submissions", sub.folder.parent, sub.folder):
+        where = part.relative_to(sub.repo).as_posix()
+        if part.is_symlink():
+            return f"{where} must be a real folder, not a link"
+        if not part.is_dir():
+            return f"{where} does not exist"
+    names = sorted(p.name for p in sub.folder.iterdir())
+    extra = [n for n in names if n not in SUBMISSION_FILES]
+    if extra:
+        return f"unexpected file(s) {', '.join(map(repr, extra))}; allowed: {', '.join(SUBMISSION_FILES)}"
+    missing = [n for n in REQUIRED_FILES if n not in names]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    caps = dict(zip(SUBMISSION_FILES, (rules.max_weights_bytes, rules.max_receipt_bytes,
+                                       rules.max_readme_bytes), strict=True))
+    for name in names:
+        info = (sub.folder / name).lstat()
+        if not stat.S_ISREG(info.st_mode):
+            return f"{name} must be a regular file (links and special files are refused)"
+        if info.st_size > caps[name]:
+            return f"{name} is {info.st_size} bytes; the cap is {caps[name]}"
+    return None
+
+
+def check_scope(sub: Submission, ctx: GateContext) -> str | None:
+    parts = sub.parts
+    if len(parts) != 3 or parts[0] != "submissions" or ".." in parts:
+        return f"the submission must be one folder submissions/<login>/<generation>, not {sub.relpath!r}"
+    login, generation = parts[1], parts[2]
+    if not NAME_PATTERN.match(login):
+        return f"{login!r} is not a valid GitHub login"
+    if login.lower() != ctx.author.lower():
+        return f"the folder is for {login!r} but the PR author is {ctx.author!r}; submit under your own login"
+    if not GENERATION_PATTERN.match(generation):
+        return f"the generation {generation!r} must be a positive whole number"
+    reason = _scope_of_changes(sub, ctx) or _scope_of_folder(sub, ctx.rules)
+    if reason:
+        return reason
+    expected = next_generation(sub.repo, login, ctx.attempts, ctx.pr, exclude=sub.folder)
+    if int(generation) != expected:
+        return f"this is generation {generation} but your next generation is {expected}; rename the folder"
+    return None
+
+
+# ---------------------------------------------------------------- gates 1–4
+
+def check_rate_limit(sub: Submission, ctx: GateContext) -> str | None:
+    window = timedelta(hours=ctx.rules.rate_limit_hours)
+    recent = sorted(a.time for a in ctx.attempts
+                    if a.miner.lower() == sub.login.lower()
+                    and (ctx.pr is None or a.pr != ctx.pr)
+                    and ctx.now - window < a.time <= ctx.now)
+    if len(recent) >= ctx.rules.rate_limit_count:
+        opens = recent[-ctx.rules.rate_limit_count] + window
+        return (f"{len(recent)} submission(s) in the last {ctx.rules.rate_limit_hours} h; the limit is "
+                f"{ctx.rules.rate_limit_count}. Your next slot opens at {format_time(opens)}")
+    return None
+
+
+def check_weights(sub: Submission, ctx: GateContext) -> str | None:
+    try:
+        head, scales = sub.weights
+    except SubmissionError as exc:
+        return str(exc)
+    for name, values in (("head", head), ("svf_scales", scales)):
+        if not np.isfinite(values).all():
+            return f"{name} contains NaN or Inf"
+        if np.abs(values).max() > ctx.rules.max_abs_weight:
+            return f"{name} has a value above {ctx.rules.max_abs_weight:g} in magnitude"
+    if not head.any():
+        return "the head is all zeros, so it cannot route; train it before submitting"
+    return None
+
+
+def routing_view(head: np.ndarray, n_models: int) -> np.ndarray:
+    """The head as its routing sees it: per logit group, centred across rows and normalised."""
+    groups = []
+    for group in (head[:n_models], head[n_models:]):
+        centred = group.astype(np.float64) - group.mean(axis=0, keepdims=True)
+        norm = np.linalg.norm(centred)
+        groups.append((centred / norm if norm > 0 else centred).reshape(-1))
+    return np.concatenate(groups) / np.sqrt(2.0)
+
+
+def submission_folders(repo: Path) -> list[Path]:
+    root = repo / "submissions"
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.glob("*/*") if p.is_dir() and not p.is_symlink()
+                  and NAME_PATTERN.match(p.parent.name) and GENERATION_PATTERN.match(p.name))
+
+
+def check_duplicate(sub: Submission, ctx: GateContext) -> str | None:
+    mine = routing_view(sub.weights[0], ctx.rules.n_models)
+    for folder in submission_folders(sub.repo):
+        if folder.resolve() == sub.folder.resolve():
+            continue
+        try:
+            other, _ = read_weights(folder / WEIGHTS_FILE, ctx.rules)
+        except SubmissionError:
+            log.warning("skipped unreadable weights in %s", folder.relative_to(sub.repo))
+            continue
+        cosine = float(mine @ routing_view(other, ctx.rules.n_models))
+        if cosine >= ctx.rules.duplicate_cosine:
+            return (f"routes like {folder.relative_to(sub.repo).as_posix()} (cosine {cosine:.4f} ≥ "
+                    f"{ctx.rules.duplicate_cosine}); submit a head you trained yourself")
+    return None
+
+
+def check_receipt(sub: Submission, ctx: GateContext) -> str | None:
+    rules = ctx.rules
+    try:
+        receipt = sub.receipt
+    except SubmissionError as exc:
+        return str(exc)
+    problems = [
+        (receipt.miner.lower() != sub.login.lower(), f"miner is {receipt.miner!r}, not {sub.login!r}"),
+        (receipt.generation != sub.generation,
+         f"generation is {receipt.generation}, but the folder is {sub.generation}"),
+        (receipt.pool != list(rules.pool_names), f"pool must be {list(rules.pool_names)}"),
+        (receipt.n_params != rules.n_params, f"n_params must be {rules.n_params}"),
+        (receipt.weights_sha256 != sha256_file(sub.folder / WEIGHTS_FILE),
+         "weights_sha256 does not match weights.safetensors; re-run tinyrouter pack"),
+        (not receipt.total_cost_usd > rules.receipt_min_cost_usd,
+         f"total_cost_usd must be more than ${rules.receipt_min_cost_usd:g}"),
+        (len(receipt.fitness_history) < rules.receipt_min_fitness_entries,
+         f"fitness_history needs at least {rules.receipt_min_fitness_entries} generations"),
+    ]
+    return next((f"receipt.json: {text}" for bad, text in problems if bad), None)
+
+
+GATES = (
+    Gate(0, "scope", check_scope),
+    Gate(1, "rate limit", check_rate_limit),
+    Gate(2, "weight sanity", check_weights),
+    Gate(3, "duplicate", check_duplicate),
+    Gate(4, "receipt", check_receipt),
+)
+
+
+def run_gates(sub: Submission, ctx: GateContext, gates: tuple[Gate, ...] = GATES) -> GateReport:
+    results: list[GateResult] = []
+    failed = False
+    for gate in gates:
+        if failed:
+            results.append(GateResult(gate.number, gate.name, None, None))
+            continue
+        try:
+            reason = gate.check(sub, ctx)
+        except (SubmissionError, OSError, ValueError) as exc:
+            reason = f"could not be checked: {exc}"
+        failed = reason is not None
+        results.append(GateResult(gate.number, gate.name, not failed, reason))
+    return GateReport(tuple(results))
+
+
+def context_for(repo: str | Path, author: str, now: datetime | None = None,
+                changes: list[Change] | None = None, pr: int | None = None,
+                rules: Competition = OFFICIAL) -> GateContext:
+    return GateContext(author=author, now=now or datetime.now(timezone.utc), changes=changes,
+                       pr=pr, attempts=read_attempts(repo), rules=rules)
