@@ -1,0 +1,92 @@
+"""`tinyrouter leaderboard validate|apply|seed-king|render`: the committed leaderboard state."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from evaluator.errors import LeaderboardError
+from evaluator.evaluate import render_report
+from evaluator.leaderboard import (
+    apply_result,
+    check_result,
+    seed_king,
+    validate_state,
+    write_atomic,
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    board = sub.add_parser("leaderboard", help="validate and update leaderboard/ state")
+    verbs = board.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    check = verbs.add_parser("validate", help="check every leaderboard file against its schema")
+    check.add_argument("results", nargs="*", type=Path,
+                       help="result records to check too (e.g. an evaluation artifact)")
+    check.add_argument("--repo", type=Path, default=Path("."), help="repository root (default .)")
+    check.set_defaults(func=run_validate)
+
+    apply = verbs.add_parser("apply", help="record one result (idempotent, atomic)")
+    apply.add_argument("result", type=Path, help="RESULT.json written by `tinyrouter evaluate`")
+    apply.add_argument("--repo", type=Path, default=Path("."), help="repository root (default .)")
+    apply.set_defaults(func=run_apply)
+
+    seed = verbs.add_parser("seed-king", help="install the first king (maintainer)")
+    seed.add_argument("submission", type=Path, help="submissions/<login>/<n>, committed")
+    seed.add_argument("--result", type=Path, required=True,
+                      help="its RESULT.json from `tinyrouter evaluate` (no king reigning)")
+    seed.add_argument("--repo", type=Path, default=Path("."), help="repository root (default .)")
+    seed.set_defaults(func=run_seed)
+
+    render = verbs.add_parser("render", help="a result as the PR comment or the job summary")
+    render.add_argument("result", type=Path)
+    render.add_argument("--template", choices=("comment", "summary"), default="comment")
+    render.add_argument("--out", type=Path, help="write here instead of printing")
+    render.set_defaults(func=run_render)
+
+
+def load_result(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise LeaderboardError(f"cannot read the result {path}: {exc}") from exc
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    checked = validate_state(args.repo, args.rules)
+    for path in args.results:
+        check_result(load_result(path), args.rules, str(path))
+    print(f"leaderboard valid: {checked} state file(s), {len(args.results)} result(s) checked")
+    return 0
+
+
+def run_apply(args: argparse.Namespace) -> int:
+    applied = apply_result(args.repo, load_result(args.result), args.rules)
+    if not applied.changed:
+        print("already recorded; nothing changed")
+    for path in applied.changed:
+        print(f"wrote {path}")
+    if applied.crowned:
+        print("a new king is crowned")
+    return 0
+
+
+def run_seed(args: argparse.Namespace) -> int:
+    folder = args.submission if args.submission.is_absolute() else args.repo / args.submission
+    applied = seed_king(args.repo, folder, load_result(args.result), args.rules)
+    for path in applied.changed:
+        print(f"wrote {path}")
+    print("seeded the first king" if applied.changed else "already the king; nothing changed")
+    return 0
+
+
+def run_render(args: argparse.Namespace) -> int:
+    result = load_result(args.result)
+    check_result(result, args.rules, str(args.result))
+    text = render_report(args.template, result, args.rules)
+    if args.out:
+        write_atomic(args.out, text)
+    else:
+        print(text, end="")
+    return 0

@@ -1,0 +1,319 @@
+"""Leaderboard state: schemas, king-of-the-hill transitions, idempotent and atomic apply."""
+
+import copy
+import dataclasses
+import json
+
+import jsonschema
+import pytest
+
+from evaluator.errors import LeaderboardError
+from evaluator.leaderboard import (
+    SCHEMA_FILES,
+    State,
+    apply_result,
+    check_result,
+    dumps,
+    schema,
+    seed_king,
+    validate,
+    validate_state,
+)
+from evaluator.rules import NAME_PATTERN, OFFICIAL
+
+BENCHES = OFFICIAL.benchmarks
+
+
+def components(score):
+    return {"cached_acc": 0.8, "audit_acc": 0.78, "live_acc": 0.7, "avg_turns": 2.0,
+            "efficiency": 0.525, "novelty": 0.5, "overfit_penalty": 1.0, "score": score}
+
+
+def crowned(miner="alice", generation=1, pr=12, composite=0.6, king=None, sha="a"):
+    return {"format": 1, "miner": miner, "generation": generation, "pr": pr,
+            "head_sha": sha * 40, "evaluated_at": f"2026-11-{10 + generation:02d}T12:00:00Z",
+            "outcome": "king", "composite": composite, "king_composite": king,
+            "delta": None if king is None else composite - king, "reason": None,
+            "per_benchmark": {b: components(composite) for b in BENCHES},
+            "paired": None if king is None else {"delta_cached": 0.03, "ci95": [0.01, 0.05]},
+            "live_cost_usd": 0.41, "benchmark_manifest": "f" * 64}
+
+
+def lost(miner="bob", generation=1, pr=13, composite=0.5, king=0.6):
+    return {"format": 1, "miner": miner, "generation": generation, "pr": pr,
+            "head_sha": "b" * 40, "evaluated_at": "2026-11-20T12:00:00Z", "outcome": "lost",
+            "composite": composite, "king_composite": king, "delta": composite - king,
+            "benchmark_manifest": "f" * 64}
+
+
+def rejected(miner="carol", generation=1, pr=14, reason="gate 5 (overfit): on mmlu …"):
+    return {"format": 1, "miner": miner, "generation": generation, "pr": pr,
+            "head_sha": "c" * 40, "evaluated_at": "2026-11-20T12:00:00Z",
+            "outcome": "rejected", "reason": reason, "composite": None, "king_composite": None,
+            "delta": None, "benchmark_manifest": None}
+
+
+def snapshot(repo):
+    root = repo / "leaderboard"
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+# ---------------------------------------------------------------- schemas
+
+
+@pytest.mark.parametrize("kind", sorted(SCHEMA_FILES))
+def test_schemas_are_valid_draft_2020_12(kind):
+    jsonschema.Draft202012Validator.check_schema(schema(kind))
+
+
+def test_schema_name_pattern_is_the_rules_pattern():
+    assert schema("result")["$defs"]["name"]["pattern"] == NAME_PATTERN.pattern
+
+
+@pytest.mark.parametrize("record", [crowned(), crowned(king=0.58, composite=0.6), lost(),
+                                    rejected()])
+def test_records_of_every_outcome_validate(record):
+    check_result(record)
+
+
+def _without(record, key):
+    return {k: v for k, v in record.items() if k != key}
+
+
+BAD_RESULTS = [
+    # a loss must not disclose components, a paired interval or a reason
+    ("loss with breakdown", {**lost(), "per_benchmark": crowned()["per_benchmark"]},
+     "per_benchmark"),
+    ("loss with paired", {**lost(), "paired": {"delta_cached": 0.0, "ci95": [0, 0]}}, "paired"),
+    ("loss with reason", {**lost(), "reason": None}, "reason"),
+    # a rejection has no score
+    ("rejection with composite", {**rejected(), "composite": 0.5}, "composite"),
+    ("rejection without reason", _without(rejected(), "reason"), "reason"),
+    # identity fields
+    ("hostile miner", {**lost(), "miner": "<img src=x onerror=alert(1)>"}, "miner"),
+    ("short sha", {**lost(), "head_sha": "abc"}, "head_sha"),
+    ("local time", {**lost(), "evaluated_at": "2026-11-20T12:00:00+02:00"}, "evaluated_at"),
+    ("unknown outcome", {**lost(), "outcome": "won"}, "outcome"),
+    ("string composite", {**crowned(), "composite": "0.6"}, "composite"),
+    ("missing component", {**crowned(), "per_benchmark": {
+        b: _without(components(0.6), "novelty") for b in BENCHES}}, "novelty"),
+]
+
+
+@pytest.mark.parametrize(("case", "record", "mentions"), BAD_RESULTS,
+                         ids=[row[0] for row in BAD_RESULTS])
+def test_schema_rejects(case, record, mentions):
+    with pytest.raises(LeaderboardError, match="schema"):
+        check_result(record)
+
+
+@pytest.mark.parametrize(("record", "ok"), [
+    # exactly the margin is a crown, in floats that fall a hair short
+    (crowned(composite=0.71, king=0.69), True),
+    (crowned(composite=0.12, king=0.10), True),
+    (crowned(composite=0.70999, king=0.69), False),
+    # a loss that in fact beat the margin
+    (lost(composite=0.62, king=0.6), False),
+    (lost(composite=0.61999, king=0.6), True),
+])
+def test_outcome_must_match_the_margin(record, ok):
+    if ok:
+        check_result(record)
+    else:
+        with pytest.raises(LeaderboardError, match="margin"):
+            check_result(record)
+
+
+def test_composite_must_be_the_mean_of_the_scores():
+    record = crowned()
+    record["per_benchmark"]["mmlu"]["score"] = 0.9
+    with pytest.raises(LeaderboardError, match="mean"):
+        check_result(record)
+
+
+def test_benchmarks_must_be_the_rules_benchmarks():
+    record = crowned()
+    record["per_benchmark"]["gsm8k"] = record["per_benchmark"].pop("mmlu")
+    with pytest.raises(LeaderboardError, match="per_benchmark"):
+        check_result(record)
+
+
+# ---------------------------------------------------------------- transitions
+
+
+def test_first_king_writes_king_history_and_result(repo):
+    applied = apply_result(repo, crowned())
+    assert applied.crowned
+    assert sorted(applied.changed) == ["leaderboard/history.json", "leaderboard/king.json",
+                                       "leaderboard/results/alice/1.json"]
+    king = State(repo).king()
+    assert (king["miner"], king["pr"], king["previous"]) == ("alice", 12, None)
+    assert king["novelty"] == {b: 0.5 for b in BENCHES}
+    assert king["crowned_at"] == "2026-11-11T12:00:00Z"
+    assert [k["miner"] for k in State(repo).history()] == ["alice"]
+    assert validate_state(repo) == 3
+
+
+def test_dethroning_records_the_previous_king(repo):
+    apply_result(repo, crowned())
+    apply_result(repo, crowned("bob", 1, pr=20, composite=0.7, king=0.61, sha="d"))
+    king = State(repo).king()
+    assert king["miner"] == "bob"
+    assert king["previous"] == {"miner": "alice", "generation": 1, "composite": 0.61}
+    history = State(repo).history()
+    assert [(h["miner"], h["delta"], h["ci95"]) for h in history] == [
+        ("alice", None, None), ("bob", pytest.approx(0.09), [0.01, 0.05])]
+    assert history[1]["scores"] == {b: 0.7 for b in BENCHES}
+    validate_state(repo)
+
+
+@pytest.mark.parametrize("record", [lost(), rejected()])
+def test_loss_and_rejection_leave_the_king_alone(repo, record):
+    apply_result(repo, crowned())
+    before = (State(repo).king(), State(repo).history())
+    applied = apply_result(repo, record)
+    assert applied.changed == [f"leaderboard/results/{record['miner']}/1.json"]
+    assert (State(repo).king(), State(repo).history()) == before
+    assert json.loads((repo / applied.changed[0]).read_text()) == record
+
+
+@pytest.mark.parametrize("record", [crowned(), lost(), rejected(),
+                                    crowned("bob", 1, pr=20, composite=0.7, king=0.61)])
+def test_apply_twice_changes_nothing(repo, record):
+    if record["king_composite"] is not None:
+        apply_result(repo, crowned("zed", 1, pr=2, composite=0.6, sha="e"))
+    apply_result(repo, record)
+    before = snapshot(repo)
+    again = apply_result(repo, copy.deepcopy(record))
+    assert again.changed == [] and snapshot(repo) == before
+
+
+def test_a_re_evaluation_of_the_same_commit_keeps_the_first_record(repo):
+    apply_result(repo, lost())
+    before = snapshot(repo)
+    apply_result(repo, {**lost(), "evaluated_at": "2026-11-21T00:00:00Z"})
+    assert snapshot(repo) == before
+
+
+def test_another_commit_cannot_overwrite_a_result(repo):
+    apply_result(repo, lost())
+    with pytest.raises(LeaderboardError, match="cannot replace"):
+        apply_result(repo, {**lost(), "head_sha": "9" * 40})
+
+
+def test_an_interrupted_apply_finishes_without_duplicates(repo):
+    record = crowned()
+    apply_result(repo, record)
+    (repo / "leaderboard/results/alice/1.json").unlink()  # as if the run died before the last write
+    applied = apply_result(repo, record)
+    assert applied.changed == ["leaderboard/results/alice/1.json"]
+    assert len(State(repo).history()) == 1
+    validate_state(repo)
+
+
+@pytest.mark.parametrize(("first", "record", "message"), [
+    # scored without a king while one reigns: a stale evaluation
+    (crowned(), crowned("bob", 1, pr=20, composite=0.7, sha="d"), "without a king"),
+    # scored against a king the leaderboard does not have
+    (None, crowned("bob", 1, pr=20, composite=0.7, king=0.6, sha="d"), "has none"),
+    # scored against an older king, before the current one was crowned
+    (crowned("zed", 5, pr=2, sha="e"), crowned("bob", 1, pr=20, composite=0.7, king=0.6, sha="d"),
+     "before zed was crowned"),
+])
+def test_stale_results_are_refused(repo, first, record, message):
+    if first:
+        apply_result(repo, first)
+    before = snapshot(repo)
+    with pytest.raises(LeaderboardError, match=message):
+        apply_result(repo, record)
+    assert snapshot(repo) == before
+
+
+def test_writes_are_deterministic_json(repo):
+    apply_result(repo, crowned())
+    text = (repo / "leaderboard/king.json").read_text()
+    assert text == dumps(json.loads(text)) and text.endswith("}\n")
+    assert not list((repo / "leaderboard").rglob("*.tmp"))
+
+
+# ---------------------------------------------------------------- seed king and validate
+
+
+def test_seed_king_installs_the_first_king(repo, make_submission):
+    folder = make_submission(repo, "alice", 1)
+    seed_king(repo, folder, crowned(pr=None))
+    assert State(repo).king()["pr"] is None
+    validate_state(repo)
+
+
+@pytest.mark.parametrize(("setup", "record", "message"), [
+    ("king", crowned("bob", 1, pr=None, sha="d"), "already reigns"),
+    ("", crowned("bob", 1, pr=None), "not for alice/1"),
+    ("", {**lost(miner="alice"), "pr": None}, "outcome"),
+])
+def test_seed_king_refuses(repo, make_submission, setup, record, message):
+    folder = make_submission(repo, "alice", 1)
+    if setup == "king":
+        apply_result(repo, crowned("zed", 1, pr=2, sha="e"))
+    with pytest.raises(LeaderboardError, match=message):
+        seed_king(repo, folder, record)
+
+
+def test_seed_king_needs_the_committed_submission(repo):
+    with pytest.raises(LeaderboardError, match="weights"):
+        seed_king(repo, repo / "submissions/alice/1", crowned(pr=None))
+
+
+def test_empty_leaderboard_is_valid(repo):
+    assert validate_state(repo) == 0
+
+
+@pytest.mark.parametrize(("tamper", "message"), [
+    # the current king must close the history
+    (lambda r: (r / "leaderboard/history.json").write_text(dumps({"format": 1, "kings": []})),
+     "history"),
+    # a result filed under another miner's name
+    (lambda r: (r / "leaderboard/results/alice/1.json").rename(
+        r / "leaderboard/results/alice/2.json"), "move it"),
+    # a broken attempt line
+    (lambda r: (r / "leaderboard/attempts.jsonl").write_text('{"miner": "x"}\n'), "line 1"),
+    # hand-edited king.json
+    (lambda r: (r / "leaderboard/king.json").write_text('{"format": 1, "king": {}}\n'),
+     "king schema"),
+    (lambda r: (r / "leaderboard/king.json").write_text("{"), "not valid JSON"),
+])
+def test_validate_state_catches_tampering(repo, tamper, message):
+    apply_result(repo, crowned())
+    tamper(repo)
+    with pytest.raises(LeaderboardError, match=message):
+        validate_state(repo)
+
+
+def test_attempt_lines_follow_the_attempts_module(repo):
+    from evaluator.attempts import Attempt, record_attempt
+
+    record_attempt(repo, Attempt("alice", 1, 12, "a" * 40, "2026-11-20T12:00:00Z"))
+    validate("attempt", json.loads((repo / "leaderboard/attempts.jsonl").read_text()))
+    assert validate_state(repo) == 1
+
+
+def test_manifest_schema_accepts_the_contract_shape(repo):
+    manifest = {"format": 1, "sealed_at": "2026-11-20T12:00:00Z", "manifest_hash": "0" * 64,
+                "benchmarks": {b: {"splits": {s: {"count": n, "commitment": "1" * 64}
+                                              for s, n in OFFICIAL.split_sizes.items()},
+                                   "train_ids": ["x1", "x2"],
+                                   "baselines": {"per_model": {m: 0.5 for m in OFFICIAL.pool_names},
+                                                 "best_single": {"model": "m", "accuracy": 0.5},
+                                                 "random": 0.4, "oracle": 0.8}}
+                               for b in BENCHES}}
+    validate("manifest", manifest)
+    with pytest.raises(LeaderboardError, match="manifest"):
+        validate("manifest", {**manifest, "salt": "00"})
+
+
+def test_rules_of_another_competition_apply(repo):
+    wide = dataclasses.replace(OFFICIAL, win_margin=0.2)
+    apply_result(repo, crowned())
+    with pytest.raises(LeaderboardError, match="margin"):
+        apply_result(repo, crowned("bob", 1, pr=20, composite=0.7, king=0.61, sha="d"), wide)
