@@ -1,0 +1,68 @@
+"""`tinyrouter pool simulate`: serve the loopback pool simulator until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from evaluator.errors import PoolError
+from evaluator.pool.client import BASE_URL_ENV
+from evaluator.pool.simulator import Simulator, SimulatorServer, read_corpus
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("pool", help="the LLM pool")
+    actions = parser.add_subparsers(dest="pool_command", metavar="ACTION", required=True)
+    simulate = actions.add_parser(
+        "simulate", help="serve an OpenAI-compatible pool simulator on 127.0.0.1",
+        description="Personas named like the pool models answer corpus items right or wrong "
+                    "by their skills, deterministically from the seed.")
+    simulate.add_argument("--corpus", metavar="FILE", action="append", type=Path,
+                          help="corpus JSONL (Item fields + responses.right/.wrong); "
+                               "repeatable; default: the bundled demo corpus")
+    simulate.add_argument("--personas", metavar="FILE", type=Path,
+                          help="persona skills JSON; default: the bundled personas")
+    simulate.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    simulate.add_argument("--seed", type=int, default=0, help="seed of the right/wrong draws")
+    simulate.set_defaults(func=run_simulate)
+
+
+def load_inputs(corpus_files: list[Path] | None, personas_file: Path | None) -> tuple[list, dict]:
+    if corpus_files:
+        corpus = [entry for path in corpus_files for entry in read_corpus(path)]
+    else:
+        from evaluator.pool.corpus import load_corpus
+        corpus = load_corpus()
+    if personas_file:
+        try:
+            personas = json.loads(personas_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise PoolError(f"cannot read personas from {personas_file}: {exc}") from exc
+    else:
+        from evaluator.pool.corpus import load_personas
+        personas = load_personas()
+    return corpus, personas
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    try:
+        corpus, personas = load_inputs(args.corpus, args.personas)
+    except OSError as exc:
+        raise PoolError(f"cannot read the corpus: {exc}") from exc
+    simulator = Simulator(corpus, personas, seed=args.seed, rules=args.rules)
+    try:
+        server = SimulatorServer(simulator, port=args.port)
+    except OSError as exc:
+        raise PoolError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from exc
+    print(f"pool simulator: {len(corpus)} items, personas "
+          f"{', '.join(sorted(simulator.skills))}, seed {args.seed}")
+    print(f"serving on {server.base_url}  (export {BASE_URL_ENV}={server.base_url}); "
+          "Ctrl-C stops", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
