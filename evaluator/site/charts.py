@@ -1,0 +1,88 @@
+"""The history chart: the king's composite and per-benchmark scores over time, as static SVG."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import matplotlib
+from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+from matplotlib.figure import Figure
+
+from evaluator.site.markup import parse_time
+
+COLORS = ("#3f51b5", "#e91e63", "#009688", "#ff9800", "#795548", "#607d8b")
+STYLE = {"svg.hashsalt": "tinyrouter", "svg.fonttype": "path", "font.size": 10,
+         "axes.spines.top": False, "axes.spines.right": False}
+
+
+def _reign(kings: Sequence[dict[str, Any]]) -> list[tuple[datetime, dict]]:
+    """Each dated king with its crowning time, oldest first."""
+    dated = [(parse_time(k.get("crowned_at")), k) for k in kings]
+    return sorted(((t, k) for t, k in dated if t is not None), key=lambda pair: pair[0])
+
+
+def _composite_panel(ax: Any, reign: list[tuple[datetime, dict]], end: datetime,
+                     win_margin: float | None) -> None:
+    times = [t for t, _ in reign]
+    composite = [float(k.get("composite") or 0.0) for _, k in reign]
+    ax.step([*times, end], [*composite, composite[-1]], where="post", color=COLORS[0],
+            linewidth=2, label="king's composite")
+    ax.plot(times, composite, "o", color=COLORS[0])
+    for moment, king, value in zip(times, (k for _, k in reign), composite, strict=True):
+        # parse_math=False: a miner name with "$" must stay plain text
+        ax.annotate(str(king.get("miner")), (moment, value), xytext=(4, 6),
+                    textcoords="offset points", fontsize=8, color="#444444", parse_math=False)
+    if win_margin is not None:
+        ax.axhline(composite[-1] + win_margin, color=COLORS[1], linestyle="--", linewidth=1,
+                   label="needed to take the crown")
+    ax.set_ylabel("composite")
+    ax.set_title("The king's composite over time", loc="left", fontsize=11)
+    ax.legend(loc="lower right", frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def _benchmark_panel(ax: Any, reign: list[tuple[datetime, dict]], end: datetime,
+                     benchmarks: Sequence[str]) -> None:
+    for index, bench in enumerate(benchmarks):
+        points = [(t, float(s)) for t, k in reign
+                  if isinstance(s := (k.get("scores") or {}).get(bench), (int, float))]
+        if not points:
+            continue
+        xs, ys = [t for t, _ in points], [v for _, v in points]
+        color = COLORS[(index + 2) % len(COLORS)]
+        ax.step([*xs, end], [*ys, ys[-1]], where="post", color=color, label=bench)
+        ax.plot(xs, ys, "o", color=color, markersize=3)
+    ax.set_ylabel("benchmark score")
+    ax.set_title("Per benchmark", loc="left", fontsize=11)
+    if ax.lines:
+        ax.legend(loc="lower right", frameon=False, ncols=len(benchmarks))
+    ax.grid(axis="y", alpha=0.3)
+    locator = AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+
+
+def history_svg(kings: Sequence[dict[str, Any]], benchmarks: Sequence[str],
+                until: str | None = None, win_margin: float | None = None) -> str | None:
+    """The chart as SVG text, or None when no king has a readable crowning time.
+
+    The step line holds each king's composite until the next coronation (or `until`);
+    the dashed line is the composite a challenger needs today.
+    """
+    reign = _reign(kings)
+    if not reign:
+        return None
+    first, last = reign[0][0], reign[-1][0]
+    end = max(last, parse_time(until) or last)
+    end = end if end > first else first + timedelta(days=1)
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(9, 6.2), layout="constrained")
+        top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
+        _composite_panel(top, reign, end, win_margin)
+        _benchmark_panel(bottom, reign, end, benchmarks)
+        buffer = io.StringIO()
+        fig.savefig(buffer, format="svg", metadata={"Date": None}, facecolor="white")
+    return buffer.getvalue()

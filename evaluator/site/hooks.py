@@ -1,0 +1,103 @@
+"""MkDocs hooks, named in mkdocs.yml: generate pages from `leaderboard/` and render the rules.
+
+`mkdocs build` and `mkdocs serve` run them on their own (leaderboard from
+TINYROUTER_LEADERBOARD_DIR or `<repo>/leaderboard`, rules from TINYROUTER_COMPETITION
+or the official ones); `build_site` passes both through `config.extra["tinyrouter"]`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File
+
+from evaluator.errors import TinyRouterError
+from evaluator.rules import OFFICIAL, Competition
+from evaluator.site.markup import FILTERS
+from evaluator.site.pages import SiteContent, generate
+from evaluator.site.state import load_state
+
+OPTIONS_KEY = "tinyrouter"
+TEMPLATES_DIR = Path("templates", "site")
+MINERS_TITLE = "Miners"
+
+
+def _options(config: Any) -> dict[str, Any]:
+    options = config.extra.get(OPTIONS_KEY)
+    if not isinstance(options, dict):
+        options = {}
+        config.extra[OPTIONS_KEY] = options
+    return options
+
+
+def _default_rules() -> Competition:
+    path = os.environ.get("TINYROUTER_COMPETITION")
+    return Competition.load(path) if path else OFFICIAL
+
+
+def _with_miners(nav: list[Any] | None, miner_nav: list[dict[str, str]]) -> list[Any] | None:
+    """The nav with the Miners entry expanded into the index plus one page per miner."""
+    if not nav:
+        return nav
+    expanded = []
+    for entry in nav:
+        if isinstance(entry, dict) and isinstance(entry.get(MINERS_TITLE), str):
+            entry = {MINERS_TITLE: [entry[MINERS_TITLE], *miner_nav]}
+        expanded.append(entry)
+    return expanded
+
+
+def on_config(config: Any) -> Any:
+    root = Path(config.config_file_path).parent
+    options = _options(config)
+    leaderboard = Path(options.get("leaderboard_dir")
+                       or os.environ.get("TINYROUTER_LEADERBOARD_DIR") or root / "leaderboard")
+    rules = options.get("rules") or _default_rules()
+    try:
+        content = generate(load_state(leaderboard), rules, root / TEMPLATES_DIR, config.repo_url)
+    except (TinyRouterError, jinja2.TemplateError) as exc:
+        raise PluginError(f"cannot generate the leaderboard pages: {exc}") from exc
+    options.update(leaderboard_dir=leaderboard, rules=rules, content=content,
+                   templates_dir=root / TEMPLATES_DIR)
+    config.nav = _with_miners(config.nav, content.miner_nav)
+    return config
+
+
+def on_files(files: Any, config: Any) -> Any:
+    content: SiteContent = _options(config)["content"]
+    for uri, text in {**content.pages, **content.assets}.items():
+        if files.get_file_from_path(uri) is not None:
+            raise PluginError(f"{config.docs_dir}/{uri} clashes with a generated page: remove it")
+        files.append(File.generated(config, uri, content=text))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """Hand-written pages are Jinja templates over `rules`, so numbers come from the code."""
+    options = _options(config)
+    content: SiteContent = options["content"]
+    if page.file.src_uri in content.pages:
+        return markdown
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(FILTERS)
+    fragments = {key: Markup(text) for key, text in content.fragments.items()}
+    try:
+        return env.from_string(markdown).render(rules=options["rules"].as_dict(), **fragments)
+    except jinja2.TemplateError as exc:
+        line = getattr(exc, "lineno", None)
+        where = f"{page.file.src_uri}:{line}" if line else page.file.src_uri
+        raise PluginError(f"{where}: {exc}") from exc
+
+
+def on_serve(server: Any, config: Any, builder: Any) -> Any:
+    options = _options(config)
+    for path in (options["leaderboard_dir"], options["templates_dir"]):
+        if Path(path).exists():
+            server.watch(str(path))
+    return server
