@@ -1,0 +1,369 @@
+"""Sealed hidden benchmarks: one encrypted file per (benchmark, split) and a public manifest.
+
+A sealed file is `MAGIC`, one header line of canonical JSON (format, benchmark, split, KDF
+and its random salt, nonce), then AES-256-GCM ciphertext. The key comes from the password
+through scrypt (memory-hard); the magic and header are the associated data, so a renamed,
+swapped, edited or truncated file fails to open. The plaintext holds the rows and the
+split's commitment salt and exists only in memory.
+
+The manifest commits to each split with sha256(salt ‖ canonical JSON of its rows): a reveal
+at retirement (rows + salt) can be checked, but nobody can confirm a guessed split before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import secrets
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+
+from evaluator.baselines import from_answered
+from evaluator.benchmarks.splits import draw_splits
+from evaluator.errors import BenchmarkError
+from evaluator.rules import FORMAT_VERSION, OFFICIAL, SPLITS, Competition
+from evaluator.submission import write_json
+from evaluator.types import AnsweredItem, Item
+
+log = logging.getLogger(__name__)
+
+PASSWORD_ENV = "BENCHMARK_PASSWORD"
+DIR_ENV = "TINYROUTER_BENCHMARK_DIR"
+SEALED_SUFFIX = ".sealed"
+SEAL_FORMAT = 1
+MAGIC = b"TINYROUTER SEALED BENCHMARK\n"
+MAX_HEADER_BYTES = 1024
+ANSWERED_SPLITS = ("eval", "audit")  # splits stored with the pool's cached answers
+Answerer = Callable[[list[Item]], list[AnsweredItem]]
+
+
+@dataclass(frozen=True)
+class KdfParams:
+    """scrypt cost: memory = 128·2^log2_n·r bytes. Official: 2^17, r 8 (128 MiB, ~0.3 s)."""
+
+    log2_n: int = 17
+    r: int = 8
+    p: int = 1
+
+    def check(self) -> None:
+        # Bounds stop a forged header from asking for gigabytes before the tag is checked.
+        if not (10 <= self.log2_n <= 20 and 1 <= self.r <= 8 and 1 <= self.p <= 4):
+            raise BenchmarkError(f"scrypt parameters out of bounds: {self}")
+
+
+OFFICIAL_KDF = KdfParams()
+
+
+@dataclass(frozen=True)
+class SealedSplit:
+    """A decrypted split: its rows (plain dicts) and the salt of its commitment."""
+
+    rows: list[dict[str, Any]]
+    salt: str
+
+    @property
+    def commitment(self) -> str:
+        return commitment(self.rows, bytes.fromhex(self.salt))
+
+
+def canonical_json(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def commitment(rows: list[dict[str, Any]], salt: bytes) -> str:
+    """sha256(salt ‖ canonical JSON of the rows), hex: the manifest's per-split commitment."""
+    return hashlib.sha256(salt + canonical_json(rows)).hexdigest()
+
+
+def password_from_env() -> str:
+    password = os.environ.get(PASSWORD_ENV, "")
+    if not password:
+        raise BenchmarkError(f"set {PASSWORD_ENV}: the sealed benchmark's password "
+                             f"(an environment secret, never stored in the repository)")
+    return password
+
+
+def sealed_path(directory: str | Path, benchmark: str, split: str) -> Path:
+    return Path(directory) / f"{benchmark}.{split}{SEALED_SUFFIX}"
+
+
+def _key(password: str, salt: bytes, kdf: KdfParams) -> bytes:
+    kdf.check()
+    return Scrypt(salt=salt, length=32, n=2 ** kdf.log2_n, r=kdf.r, p=kdf.p).derive(
+        password.encode("utf-8"))
+
+
+def seal_split(path: str | Path, rows: list[dict[str, Any]], benchmark: str, split: str,
+               password: str, kdf: KdfParams = OFFICIAL_KDF) -> str:
+    """Encrypt one split's rows into `path` (atomically); returns its commitment."""
+    sealed = SealedSplit(rows=rows, salt=secrets.token_hex(32))
+    kdf_salt, nonce = secrets.token_bytes(16), secrets.token_bytes(12)
+    header = {"format": SEAL_FORMAT, "benchmark": benchmark, "split": split,
+              "cipher": "AES-256-GCM", "nonce": nonce.hex(),
+              "kdf": {"name": "scrypt", "log2_n": kdf.log2_n, "r": kdf.r, "p": kdf.p,
+                      "salt": kdf_salt.hex()}}
+    preamble = MAGIC + canonical_json(header) + b"\n"
+    payload = canonical_json({"commitment_salt": sealed.salt, "rows": rows})
+    body = AESGCM(_key(password, kdf_salt, kdf)).encrypt(nonce, payload, preamble)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(preamble + body)
+    os.replace(tmp, path)
+    return sealed.commitment
+
+
+@dataclass(frozen=True)
+class _Header:
+    fields: dict[str, Any]
+    kdf: KdfParams
+    salt: bytes
+    nonce: bytes
+    preamble: bytes  # magic + header line: the associated data
+
+
+def _read_header(raw: bytes, name: str) -> tuple[_Header, bytes]:
+    if not raw.startswith(MAGIC):
+        raise BenchmarkError(f"{name} is not a sealed TinyRouter benchmark file")
+    end = raw.find(b"\n", len(MAGIC), len(MAGIC) + MAX_HEADER_BYTES)
+    if end < 0:
+        raise BenchmarkError(f"{name} has a damaged header (truncated or edited)")
+    try:
+        fields = json.loads(raw[len(MAGIC):end])
+        kdf = fields["kdf"]
+        header = _Header(fields, KdfParams(int(kdf["log2_n"]), int(kdf["r"]), int(kdf["p"])),
+                         bytes.fromhex(kdf["salt"]), bytes.fromhex(fields["nonce"]),
+                         raw[:end + 1])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BenchmarkError(f"{name} has a damaged header (truncated or edited)") from exc
+    try:
+        header.kdf.check()
+    except BenchmarkError as exc:
+        raise BenchmarkError(f"{name} has an edited header: {exc}") from exc
+    return header, raw[end + 1:]
+
+
+def open_split(path: str | Path, benchmark: str, split: str, password: str) -> SealedSplit:
+    """Decrypt one sealed split in memory; any mismatch or tampering is a BenchmarkError."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BenchmarkError(f"cannot read {path}: {exc.strerror or exc}; run `tinyrouter "
+                             f"seal` or point {DIR_ENV} at the sealed benchmark") from exc
+    header, body = _read_header(raw, path.name)
+    found = header.fields
+    if found.get("format") != SEAL_FORMAT:
+        raise BenchmarkError(f"{path.name} is sealed in format {found.get('format')!r}; "
+                             f"this tinyrouter reads format {SEAL_FORMAT}")
+    if (found.get("benchmark"), found.get("split")) != (benchmark, split):
+        raise BenchmarkError(f"{path.name} holds {found.get('benchmark')}/{found.get('split')}"
+                             f", not {benchmark}/{split}: the file was renamed or swapped")
+    try:
+        payload = AESGCM(_key(password, header.salt, header.kdf)).decrypt(
+            header.nonce, body, header.preamble)
+    except (InvalidTag, ValueError) as exc:
+        raise BenchmarkError(f"cannot decrypt {path.name}: wrong {PASSWORD_ENV}, or the file "
+                             f"was modified or truncated") from exc
+    data = json.loads(payload)
+    return SealedSplit(rows=data["rows"], salt=data["commitment_salt"])
+
+
+# Opening and checking a sealed benchmark ----------------------------------------------------
+
+
+def _parse_rows(benchmark: str, split: str, sealed: SealedSplit,
+                rules: Competition) -> list[AnsweredItem] | list[Item]:
+    where = f"{benchmark} {split}"
+    if len(sealed.rows) != rules.split_sizes[split]:
+        raise BenchmarkError(f"{where} holds {len(sealed.rows)} items; the rules want "
+                             f"{rules.split_sizes[split]}")
+    try:
+        if split in ANSWERED_SPLITS:
+            parsed = [AnsweredItem.from_dict(row) for row in sealed.rows]
+            items = [row.item for row in parsed]
+        else:
+            parsed = items = [Item.from_dict(row) for row in sealed.rows]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BenchmarkError(f"{where} has a malformed row ({exc})") from exc
+    if any(item.benchmark != benchmark for item in items):
+        raise BenchmarkError(f"{where} contains items of another benchmark")
+    for row in parsed if split in ANSWERED_SPLITS else ():
+        missing = [m for m in rules.pool_names if m not in row.answers]
+        if missing:
+            raise BenchmarkError(f"{where}: item {row.item.id} has no cached answer from "
+                                 f"{', '.join(missing)}; the pool changed since sealing")
+    return parsed
+
+
+def _item_ids(rows: list[AnsweredItem] | list[Item]) -> list[str]:
+    return [row.item.id if isinstance(row, AnsweredItem) else row.id for row in rows]
+
+
+def _open_all(directory: str | Path, password: str, rules: Competition,
+              benchmarks: Sequence[str]) -> dict[str, dict[str, tuple[SealedSplit, list]]]:
+    opened: dict[str, dict[str, tuple[SealedSplit, list]]] = {}
+    for benchmark in benchmarks:
+        opened[benchmark] = {}
+        seen: set[str] = set()
+        for split in SPLITS:
+            sealed = open_split(sealed_path(directory, benchmark, split), benchmark, split,
+                                password)
+            parsed = _parse_rows(benchmark, split, sealed, rules)
+            ids = set(_item_ids(parsed))
+            if len(ids) != len(parsed) or ids & seen:
+                raise BenchmarkError(f"{benchmark} {split} repeats items of its own or "
+                                     f"another split; the splits must be disjoint")
+            seen |= ids
+            opened[benchmark][split] = (sealed, parsed)
+    return opened
+
+
+def open_benchmark(directory: str | Path, password: str, rules: Competition = OFFICIAL,
+                   benchmarks: Sequence[str] | None = None) -> dict[str, dict[str, list]]:
+    """Every split of every benchmark: AnsweredItems for eval and audit, Items for live."""
+    opened = _open_all(directory, password, rules, benchmarks or rules.benchmarks)
+    return {b: {s: parsed for s, (_, parsed) in splits.items()} for b, splits in opened.items()}
+
+
+def verify_benchmark(directory: str | Path, password: str, manifest: Mapping[str, Any],
+                     rules: Competition = OFFICIAL) -> dict[str, dict[str, int]]:
+    """Decrypt everything and check it against the rules and the manifest; returns counts."""
+    check_manifest_hash(manifest)
+    listed = manifest.get("benchmarks", {})
+    missing = [b for b in rules.benchmarks if b not in listed]
+    if missing:
+        raise BenchmarkError(f"the manifest has no entry for {', '.join(missing)}")
+    counts: dict[str, dict[str, int]] = {}
+    for benchmark, splits in _open_all(directory, password, rules, rules.benchmarks).items():
+        entry = listed[benchmark]
+        for split, (sealed, parsed) in splits.items():
+            public = entry["splits"].get(split, {})
+            if public.get("count") != len(parsed):
+                raise BenchmarkError(f"{benchmark} {split}: {len(parsed)} items sealed, the "
+                                     f"manifest says {public.get('count')}")
+            if public.get("commitment") != sealed.commitment:
+                raise BenchmarkError(f"{benchmark} {split}: the sealed items do not match the "
+                                     f"manifest's commitment")
+        hidden = {i for _, parsed in splits.values() for i in _item_ids(parsed)}
+        if hidden & set(entry.get("train_ids", [])):
+            raise BenchmarkError(f"{benchmark}: the public train ids include hidden items")
+        if entry.get("baselines") != from_answered(splits["eval"][1], rules.pool_names):
+            raise BenchmarkError(f"{benchmark}: the manifest's baselines do not match the "
+                                 f"eval split's cached answers")
+        counts[benchmark] = {split: len(parsed) for split, (_, parsed) in splits.items()}
+    return counts
+
+
+def reveal_split(directory: str | Path, benchmark: str, split: str, password: str
+                 ) -> dict[str, Any]:
+    """A retired split in the open: its rows and commitment salt, checkable by anyone."""
+    sealed = open_split(sealed_path(directory, benchmark, split), benchmark, split, password)
+    return {"benchmark": benchmark, "split": split, "commitment_salt": sealed.salt,
+            "rows": sealed.rows}
+
+
+def check_revealed(record: Mapping[str, Any], manifest: Mapping[str, Any]) -> int:
+    """Check a revealed split against the manifest's count and commitment; returns its count."""
+    check_manifest_hash(manifest)
+    try:
+        where = f"{record['benchmark']} {record['split']}"
+        public = manifest["benchmarks"][record["benchmark"]]["splits"][record["split"]]
+        rows, salt = record["rows"], bytes.fromhex(record["commitment_salt"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BenchmarkError(f"not a revealed split of this manifest ({exc})") from exc
+    if len(rows) != public["count"] or commitment(rows, salt) != public["commitment"]:
+        raise BenchmarkError(f"the revealed {where} does not match the manifest's commitment")
+    return len(rows)
+
+
+# The public manifest ---------------------------------------------------------------------
+
+
+def manifest_hash(manifest: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of the manifest without its `manifest_hash` field."""
+    return hashlib.sha256(canonical_json(
+        {k: v for k, v in manifest.items() if k != "manifest_hash"})).hexdigest()
+
+
+def check_manifest_hash(manifest: Mapping[str, Any]) -> None:
+    if manifest.get("manifest_hash") != manifest_hash(manifest):
+        raise BenchmarkError("the manifest's manifest_hash does not match its content; "
+                             "it was edited after sealing")
+
+
+def build_manifest(entries: Mapping[str, dict[str, Any]], sealed_at: str | None = None
+                   ) -> dict[str, Any]:
+    sealed_at = sealed_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    manifest = {"format": FORMAT_VERSION, "benchmarks": dict(sorted(entries.items())),
+                "sealed_at": sealed_at}
+    manifest["manifest_hash"] = manifest_hash(manifest)
+    return manifest
+
+
+def load_manifest(path: str | Path) -> dict[str, Any]:
+    """A manifest from disk, with its hash checked."""
+    try:
+        manifest = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BenchmarkError(f"cannot read the manifest {path}: {exc}") from exc
+    if not isinstance(manifest, dict):
+        raise BenchmarkError(f"{path} is not a benchmark manifest")
+    check_manifest_hash(manifest)
+    return manifest
+
+
+# Sealing ---------------------------------------------------------------------------------
+
+
+def seal_one(items: Sequence[Item], answer: Answerer, out_dir: str | Path, password: str,
+             seed: str, rules: Competition = OFFICIAL, kdf: KdfParams = OFFICIAL_KDF
+             ) -> dict[str, Any]:
+    """Draw, answer, and seal one benchmark; returns its manifest entry."""
+    splits = draw_splits(items, seed, rules)
+    benchmark = splits.benchmark
+    to_answer = [item for split in ANSWERED_SPLITS for item in splits.hidden[split]]
+    answered = answer(to_answer)
+    if [row.item.id for row in answered] != [item.id for item in to_answer]:
+        raise BenchmarkError(f"{benchmark}: the cached answers do not match the items asked")
+    rows: dict[str, list] = {}
+    start = 0
+    for split in ANSWERED_SPLITS:
+        rows[split] = answered[start:start + len(splits.hidden[split])]
+        start += len(splits.hidden[split])
+    rows["live"] = list(splits.hidden["live"])
+    public = {split: {"count": len(rows[split]),
+                      "commitment": seal_split(sealed_path(out_dir, benchmark, split),
+                                               [r.to_dict() for r in rows[split]],
+                                               benchmark, split, password, kdf)}
+              for split in SPLITS}
+    log.info("%s: sealed %s", benchmark, ", ".join(f"{s} {public[s]['count']}" for s in SPLITS))
+    return {"splits": public, "train_ids": splits.train_ids,
+            "baselines": from_answered(rows["eval"], rules.pool_names)}
+
+
+def seal_benchmarks(items: Mapping[str, Sequence[Item]], answer: Answerer, out_dir: str | Path,
+                    manifest_path: str | Path, password: str, seed: str,
+                    rules: Competition = OFFICIAL, kdf: KdfParams = OFFICIAL_KDF
+                    ) -> dict[str, Any]:
+    """Seal each benchmark and write the manifest (keeping other benchmarks' entries)."""
+    manifest_path = Path(manifest_path)
+    entries = {}
+    if manifest_path.exists():
+        entries = dict(load_manifest(manifest_path)["benchmarks"])
+    for benchmark, bench_items in items.items():
+        entries[benchmark] = seal_one(bench_items, answer, out_dir, password, seed, rules, kdf)
+    manifest = build_manifest(entries)
+    write_json(manifest_path, manifest)
+    return manifest

@@ -1,0 +1,101 @@
+"""The hidden splits: eval, audit and live drawn per benchmark from a secret seed.
+
+Each item's place is the HMAC-SHA256 of its id under the secret seed (keyed per
+benchmark), so the draw does not depend on the source's row order and nobody without
+the seed can rebuild it from the public dataset. The rest is the public train split.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluator.benchmarks import get_benchmark
+from evaluator.errors import BenchmarkError
+from evaluator.pool.corpus import load_corpus
+from evaluator.rules import OFFICIAL, SPLITS, Competition
+from evaluator.types import Item
+
+log = logging.getLogger(__name__)
+
+SEED_ENV = "BENCHMARK_SEED"
+MIN_SEED_CHARS = 16  # a shorter secret is guessable by brute force
+SOURCES = ("demo", "hub")  # or a directory holding a local copy of the upstream data
+
+
+@dataclass(frozen=True)
+class Splits:
+    """One benchmark's drawn splits (hidden ones in draw order) and the public train ids."""
+
+    benchmark: str
+    hidden: dict[str, tuple[Item, ...]]
+    train: tuple[Item, ...]
+
+    @property
+    def train_ids(self) -> list[str]:
+        return [item.id for item in self.train]
+
+
+def seed_from_env() -> str:
+    """The secret split seed, from the environment only (never the repository)."""
+    seed = os.environ.get(SEED_ENV, "")
+    if len(seed) < MIN_SEED_CHARS:
+        raise BenchmarkError(f"set {SEED_ENV} to a secret of at least {MIN_SEED_CHARS} "
+                             f"characters (e.g. the output of `openssl rand -hex 32`); "
+                             f"keep it with the password and never publish it")
+    return seed
+
+
+def _rank(seed: str, benchmark: str, item_id: str) -> bytes:
+    key = hmac.new(seed.encode(), benchmark.encode(), hashlib.sha256).digest()
+    return hmac.new(key, item_id.encode(), hashlib.sha256).digest()
+
+
+def draw_splits(items: Sequence[Item], seed: str, rules: Competition = OFFICIAL,
+                exclude: Iterable[str] = ()) -> Splits:
+    """Disjoint eval/audit/live splits of one benchmark; everything else not excluded is train."""
+    if not items:
+        raise BenchmarkError("no items to split")
+    benchmark = items[0].benchmark
+    ids = [item.id for item in items]
+    if len(set(ids)) != len(ids):
+        dupes = sorted({i for i in ids if ids.count(i) > 1})[:5]
+        raise BenchmarkError(f"{benchmark}: duplicate item ids {dupes}; ids must be unique")
+    if any(item.benchmark != benchmark for item in items):
+        raise BenchmarkError(f"items of several benchmarks passed to one draw ({benchmark}, ...)")
+    excluded = set(exclude)
+    pool = [item for item in items if item.id not in excluded]
+    sizes = rules.split_sizes
+    needed = sum(sizes.values())
+    if len(pool) < needed:
+        raise BenchmarkError(f"{benchmark} has {len(pool)} usable items; the hidden splits "
+                             f"need {needed} ({', '.join(f'{s} {sizes[s]}' for s in SPLITS)})")
+    order = sorted(pool, key=lambda item: _rank(seed, benchmark, item.id))
+    hidden, start = {}, 0
+    for split in SPLITS:
+        hidden[split] = tuple(order[start:start + sizes[split]])
+        start += sizes[split]
+    taken = {item.id for part in hidden.values() for item in part}
+    train = tuple(item for item in pool if item.id not in taken)
+    log.info("%s: %s, train %d", benchmark,
+             ", ".join(f"{s} {len(hidden[s])}" for s in SPLITS), len(train))
+    return Splits(benchmark=benchmark, hidden=hidden, train=train)
+
+
+def load_items(benchmark: str, source: str) -> list[Item]:
+    """A benchmark's items: the bundled demo corpus, the hub, or DIR/<benchmark>/ (a local
+    copy of the upstream files, e.g. DIR/mmlu/all/test-00000-of-00001.parquet)."""
+    if source == "demo":
+        return [row.item for row in load_corpus([benchmark])]
+    if source == "hub":
+        return get_benchmark(benchmark).load_upstream(None)
+    folder = Path(source) / benchmark
+    if not folder.is_dir():
+        raise BenchmarkError(f"no folder {folder}: a source is demo, hub, or a directory with "
+                             f"one folder per benchmark holding its upstream files")
+    return get_benchmark(benchmark).load_upstream(str(folder))

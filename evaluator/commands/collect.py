@@ -1,0 +1,81 @@
+"""`tinyrouter collect`: each pool model's graded Worker answers to public train items."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from evaluator.answers import LEDGER_FILE, collect_training, data_path, pool_client_factory
+from evaluator.benchmarks.sealing import load_manifest
+from evaluator.benchmarks.splits import load_items
+from evaluator.errors import TrainingError
+from evaluator.rules import Competition
+from evaluator.types import Item
+
+log = logging.getLogger(__name__)
+
+MANIFEST = Path("leaderboard") / "manifest.json"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "collect", help="collect training data: every pool model's graded answers",
+        description="Ask every pool model for its single-turn Worker answer to the public "
+                    "train items of one benchmark, grade them and append them to "
+                    "OUT/<benchmark>.jsonl. Resumable: items already there are skipped. "
+                    f"Every paid call is recorded in OUT/{LEDGER_FILE}.")
+    parser.add_argument("--benchmark", required=True)
+    parser.add_argument("--split", default="train", choices=("train",),
+                        help="only the public train split can be collected")
+    parser.add_argument("--out", required=True, help="the training data folder")
+    parser.add_argument("--limit", type=int, help="only the first N train items")
+    parser.add_argument("--repo", default=".",
+                        help=f"the TinyRouter checkout whose {MANIFEST} lists the train ids")
+    parser.add_argument("--source", default="hub",
+                        help="demo (bundled corpus), hub (default), or a local copy of the data")
+    parser.add_argument("--pool-url", help="OpenAI-compatible base URL (default: OpenRouter)")
+    parser.set_defaults(func=run)
+
+
+def train_items(benchmark: str, repo: Path, source: str, limit: int | None) -> list[Item]:
+    """The public train items of a benchmark, in the manifest's order."""
+    path = repo / MANIFEST
+    if not path.exists():
+        raise TrainingError(f"no {MANIFEST} in {repo}: collect reads the public train ids "
+                            f"from it; pass --repo with a TinyRouter checkout")
+    entry = load_manifest(path)["benchmarks"].get(benchmark)
+    if entry is None:
+        raise TrainingError(f"{path} lists no {benchmark} benchmark")
+    ids = entry["train_ids"][:limit] if limit is not None else entry["train_ids"]
+    by_id = {item.id: item for item in load_items(benchmark, source)}
+    items = [by_id[i] for i in ids if i in by_id]
+    if not items:
+        raise TrainingError(f"none of the {len(ids)} train ids of {benchmark} is in the source "
+                            f"{source!r}; use the source the manifest was sealed from")
+    if len(items) < len(ids):
+        log.warning("%d of %d train ids are not in the source %r", len(ids) - len(items),
+                    len(ids), source)
+    return items
+
+
+def run(args: argparse.Namespace) -> int:
+    rules: Competition = args.rules
+    if args.benchmark not in rules.benchmarks:
+        raise TrainingError(f"unknown benchmark {args.benchmark!r}; choose from "
+                            f"{', '.join(rules.benchmarks)}")
+    if args.limit is not None and args.limit < 1:
+        raise TrainingError("--limit must be at least 1")
+    items = train_items(args.benchmark, Path(args.repo), args.source, args.limit)
+    out = Path(args.out)
+    path = data_path(out, args.benchmark)
+    make_client = pool_client_factory(args.pool_url, out / LEDGER_FILE, rules)
+    new, rows = collect_training(items, path, make_client, rules)
+    cost = sum(a.cost_usd for row in new for a in row.answers.values())
+    print(f"{args.benchmark}: {len(new)} new rows ({len(rows)} in {path}), ${cost:.4f} "
+          f"this run, ledger {out / LEDGER_FILE}")
+    if rows:
+        accuracy = ", ".join(f"{m} {sum(r.answers[m].correct for r in rows) / len(rows):.3f}"
+                             for m in rules.pool_names)
+        print(f"per-model accuracy on the collected rows: {accuracy}")
+    return 0

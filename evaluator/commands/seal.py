@@ -1,0 +1,161 @@
+"""`tinyrouter seal`, `verify-benchmark` and `reveal`: the maintainer's hidden benchmark."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from evaluator.answers import LEDGER_FILE, answer_items, pool_client_factory
+from evaluator.benchmarks.sealing import (
+    DIR_ENV,
+    OFFICIAL_KDF,
+    SEALED_SUFFIX,
+    KdfParams,
+    check_revealed,
+    load_manifest,
+    password_from_env,
+    reveal_split,
+    seal_benchmarks,
+    sealed_path,
+    verify_benchmark,
+)
+from evaluator.benchmarks.splits import load_items, seed_from_env
+from evaluator.errors import BenchmarkError
+from evaluator.rules import SPLITS, Competition
+from evaluator.submission import write_json
+from evaluator.types import AnsweredItem, Item
+
+DEFAULT_MANIFEST = "leaderboard/manifest.json"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    seal = sub.add_parser(
+        "seal", help="draw, answer and seal the hidden benchmark splits (maintainer)",
+        description="Draw the hidden splits with the secret BENCHMARK_SEED, collect each pool "
+                    "model's cached answers, seal every split with BENCHMARK_PASSWORD into "
+                    "OUT_DIR and write the public manifest. Both secrets come from the "
+                    "environment only.")
+    seal.add_argument("--source", default="hub",
+                      help="demo (bundled corpus), hub (default), or a local copy of the data")
+    seal.add_argument("--out-dir", default=os.environ.get(DIR_ENV),
+                      help=f"where the sealed files go, outside the repository "
+                           f"(default: ${DIR_ENV})")
+    seal.add_argument("--manifest", default=DEFAULT_MANIFEST, help="%(default)s")
+    seal.add_argument("--benchmarks", help="comma-separated subset (default: all)")
+    seal.add_argument("--pool-url", help="OpenAI-compatible base URL (default: OpenRouter)")
+    seal.add_argument("--ledger", help=f"cost ledger (default: OUT_DIR/{LEDGER_FILE})")
+    seal.add_argument("--force", action="store_true", help="replace existing sealed files")
+    seal.add_argument("--kdf-log2n", type=int, default=OFFICIAL_KDF.log2_n,
+                      help="scrypt cost as log2(N); lower only for tests and demos "
+                           "(default: %(default)s)")
+    seal.set_defaults(func=run_seal)
+
+    verify = sub.add_parser(
+        "verify-benchmark", help="decrypt the sealed benchmark and check it against the manifest",
+        description="Decrypt every sealed split (password from BENCHMARK_PASSWORD) and check "
+                    "its count against the rules and its count and commitment against the "
+                    "manifest. Prints counts only, never an item.")
+    verify.add_argument("--dir", default=os.environ.get(DIR_ENV),
+                        help=f"the sealed benchmark (default: ${DIR_ENV})")
+    verify.add_argument("--manifest", default=DEFAULT_MANIFEST, help="%(default)s")
+    verify.add_argument("--revealed", nargs="+", metavar="FILE",
+                        help="instead, check revealed splits (from `tinyrouter reveal`) against "
+                             "the manifest; needs no password")
+    verify.set_defaults(func=run_verify)
+
+    reveal = sub.add_parser(
+        "reveal", help="publish a retired split: its items and commitment salt (maintainer)",
+        description="Decrypt one split and write its rows with the salt of its manifest "
+                    "commitment, so anyone can check it with `verify-benchmark --revealed`. "
+                    "Only for a split that is being retired: its items become public.")
+    reveal.add_argument("--dir", default=os.environ.get(DIR_ENV),
+                        help=f"the sealed benchmark (default: ${DIR_ENV})")
+    reveal.add_argument("--split", required=True, metavar="BENCHMARK.SPLIT",
+                        help="e.g. math500.eval")
+    reveal.add_argument("--out", required=True, help="the JSON file to write")
+    reveal.set_defaults(func=run_reveal)
+
+
+def _directory(value: str | None, flag: str) -> Path:
+    if not value:
+        raise BenchmarkError(f"pass {flag} or set {DIR_ENV}")
+    return Path(value)
+
+
+def _benchmarks(value: str | None, rules: Competition) -> list[str]:
+    names = [b.strip() for b in value.split(",") if b.strip()] if value else list(rules.benchmarks)
+    unknown = [b for b in names if b not in rules.benchmarks]
+    if unknown or not names:
+        raise BenchmarkError(f"unknown benchmark(s) {', '.join(unknown) or '(none)'}; "
+                             f"choose from {', '.join(rules.benchmarks)}")
+    return names
+
+
+def run_seal(args: argparse.Namespace) -> int:
+    rules: Competition = args.rules
+    password, seed = password_from_env(), seed_from_env()
+    out_dir = _directory(args.out_dir, "--out-dir")
+    benchmarks = _benchmarks(args.benchmarks, rules)
+    existing = [sealed_path(out_dir, b, s) for b in benchmarks for s in SPLITS
+                if sealed_path(out_dir, b, s).exists()]
+    if existing and not args.force:
+        raise BenchmarkError(f"{out_dir} already holds sealed files (e.g. {existing[0].name}); "
+                             f"pass --force to replace them")
+    kdf = KdfParams(args.kdf_log2n, OFFICIAL_KDF.r, OFFICIAL_KDF.p)
+    kdf.check()
+    items = {b: load_items(b, args.source) for b in benchmarks}
+    ledger = Path(args.ledger) if args.ledger else out_dir / LEDGER_FILE
+    make_client = pool_client_factory(args.pool_url, ledger, rules)
+    answered: list[AnsweredItem] = []
+
+    def answer(todo: list[Item]) -> list[AnsweredItem]:
+        rows = answer_items(todo, make_client, rules)
+        answered.extend(rows)
+        return rows
+
+    manifest = seal_benchmarks(items, answer, out_dir, args.manifest, password, seed, rules, kdf)
+    for benchmark in benchmarks:
+        entry = manifest["benchmarks"][benchmark]
+        counts = ", ".join(f"{s} {entry['splits'][s]['count']}" for s in SPLITS)
+        best = entry["baselines"]["best_single"]
+        print(f"{benchmark}: {counts}, train {len(entry['train_ids'])}; best single "
+              f"{best['model']} {best['accuracy']:.3f}, oracle "
+              f"{entry['baselines']['oracle']:.3f}")
+    cost = sum(a.cost_usd for row in answered for a in row.answers.values())
+    print(f"cached answers: {len(answered) * rules.n_models} calls, ${cost:.4f} (ledger {ledger})")
+    print(f"sealed into {out_dir} (*{SEALED_SUFFIX}); manifest written to {args.manifest}")
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    manifest = load_manifest(args.manifest)
+    if args.revealed:
+        for path in args.revealed:
+            try:
+                record = json.loads(Path(path).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise BenchmarkError(f"cannot read {path}: {exc}") from exc
+            count = check_revealed(record, manifest)
+            print(f"{path}: {record['benchmark']} {record['split']}, {count} items — "
+                  f"matches the manifest's commitment")
+        return 0
+    directory = _directory(args.dir, "--dir")
+    counts = verify_benchmark(directory, password_from_env(), manifest, args.rules)
+    for benchmark, splits in counts.items():
+        print(f"{benchmark}: " + ", ".join(f"{s} {n}" for s, n in splits.items())
+              + " — counts and commitments match")
+    print(f"verified {directory} against {args.manifest}")
+    return 0
+
+
+def run_reveal(args: argparse.Namespace) -> int:
+    benchmark, _, split = args.split.partition(".")
+    if benchmark not in args.rules.benchmarks or split not in SPLITS:
+        raise BenchmarkError(f"--split must be BENCHMARK.SPLIT, e.g. math500.eval; "
+                             f"got {args.split!r}")
+    record = reveal_split(_directory(args.dir, "--dir"), benchmark, split, password_from_env())
+    write_json(args.out, record)
+    print(f"wrote {args.out}: {benchmark} {split}, {len(record['rows'])} items in the open")
+    return 0

@@ -1,0 +1,153 @@
+"""Pool answers: every model asked once per item, graded by the benchmark, ledgered, resumable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluator.answers import (
+    answer_items,
+    append_answered,
+    collect_training,
+    read_answered,
+)
+from evaluator.benchmarks.mmlu import MMLU
+from evaluator.errors import PoolError, TrainingError
+from evaluator.pool.client import OpenRouterClient
+from evaluator.pool.ledger import Ledger, verify_ledger
+from evaluator.pool.simulator import CorpusEntry, Simulator, serve_simulator
+from evaluator.rules import OFFICIAL
+from evaluator.types import AnsweredItem, Item, ModelAnswer
+
+POOL = OFFICIAL.pool_names
+SKILL = dict(zip(POOL, (0.9, 0.5, 0.1), strict=True))
+
+
+def mmlu_items(n: int) -> list[Item]:
+    """n MMLU questions in the cais/mmlu schema, mapped by the real loader."""
+    rows = [{"question": f"Question {i}: which option is listed as number {i % 4 + 1}?",
+             "subject": "astronomy", "choices": ["one", "two", "three", "four"],
+             "answer": i % 4} for i in range(n)]
+    return MMLU().items_from_rows(rows)
+
+
+def simulator(items: list[Item]) -> Simulator:
+    """Personas of skill 0.9, 0.5 and 0.1 answering `Answer: <letter>`, right or wrong."""
+    entries = [CorpusEntry(item, f"Answer: {item.reference}",
+                           f"Answer: {'B' if item.reference == 'A' else 'A'}")
+               for item in items]
+    personas = {m: {"mmlu": {"astronomy": p}} for m, p in SKILL.items()}
+    return Simulator(entries, personas)
+
+
+@pytest.fixture
+def pool():
+    """(simulator, its 24 MMLU items, base URL): the pool simulator on loopback."""
+    items = mmlu_items(24)
+    sim = simulator(items)
+    with serve_simulator(sim) as url:
+        yield sim, items, url
+
+
+def client_factory(url: str, ledger: Path | None = None):
+    return lambda: OpenRouterClient(base_url=url, ledger=Ledger(ledger) if ledger else None)
+
+
+def test_every_model_answers_every_item_graded_and_ledgered(pool, tmp_path):
+    sim, items, url = pool
+    rows = answer_items(items, client_factory(url, tmp_path / "ledger.jsonl"),
+                        benchmarks={"mmlu": MMLU()})
+    assert [row.item for row in rows] == items
+    for row in rows:
+        assert sorted(row.answers) == sorted(POOL)
+        for answer in row.answers.values():
+            assert answer.correct == (answer.text == f"Answer: {row.item.reference}")
+            assert answer.extracted == answer.text[-1]
+            assert answer.cost_usd > 0
+    summary = verify_ledger(tmp_path / "ledger.jsonl")
+    assert summary.entries == 3 * len(items) == sim.requests
+    spent = sum(a.cost_usd for row in rows for a in row.answers.values())
+    assert summary.total_cost_usd == pytest.approx(spent)
+    accuracy = {m: sum(row.answers[m].correct for row in rows) / len(rows) for m in POOL}
+    assert accuracy[POOL[0]] > accuracy[POOL[1]] > accuracy[POOL[2]]
+
+
+def test_batches_arrive_in_order_and_a_failure_keeps_finished_ones(pool):
+    sim, items, url = pool
+    saved: list[AnsweredItem] = []
+
+    def on_batch(batch):
+        saved.extend(batch)
+        sim.inject("401")  # the next call is refused for good
+
+    with pytest.raises(PoolError, match="401"):
+        answer_items(items, client_factory(url), benchmarks={"mmlu": MMLU()},
+                     on_batch=on_batch, batch_items=5)
+    assert [row.item for row in saved] == items[:5]
+
+
+# Training data files ----------------------------------------------------------------------
+
+
+def test_collect_training_resumes_where_it_stopped(pool, tmp_path):
+    sim, items, url = pool
+    path = tmp_path / "data" / "mmlu.jsonl"
+    new, rows = collect_training(items[:10], path, client_factory(url), OFFICIAL,
+                                 benchmarks={"mmlu": MMLU()})
+    assert len(new) == len(rows) == 10
+    asked = sim.requests
+    new, rows = collect_training(items, path, client_factory(url), OFFICIAL,
+                                 benchmarks={"mmlu": MMLU()})
+    assert len(new) == 14 and len(rows) == 24
+    assert sim.requests == asked + 3 * 14  # only the missing items were asked
+    assert [row.item.id for row in read_answered(path)] == [item.id for item in items]
+    line = path.read_text().splitlines()[0]
+    assert json.loads(line) == read_answered(path)[0].to_dict()
+
+
+def _row(item_id: str, pool=POOL) -> AnsweredItem:
+    return AnsweredItem(Item("mmlu", item_id, "p", "A"),
+                        {m: ModelAnswer("Answer: A", True, "A", 0.0) for m in pool})
+
+
+def test_a_torn_last_line_is_dropped_on_resume(tmp_path):
+    path = tmp_path / "mmlu.jsonl"
+    append_answered(path, [_row("a"), _row("b")])
+    path.write_bytes(path.read_bytes() + b'{"item": {"benchm')  # killed mid-write
+    assert [row.item.id for row in read_answered(path, repair=True)] == ["a", "b"]
+    append_answered(path, [_row("c")])
+    assert [row.item.id for row in read_answered(path)] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("content, message", [
+    # a damaged line in the middle is not silently skipped
+    (b'{"item": 1}\n', "line 1 is not a training row"),
+    # data from another pool must not be mixed in
+    (json.dumps(_row("a", ("gpt-x", "claude-y", "llama-z")).to_dict()).encode() + b"\n",
+     "collected for the pool"),
+])
+def test_unusable_training_data_is_a_clear_error(tmp_path, content, message):
+    path = tmp_path / "mmlu.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(TrainingError, match=message):
+        read_answered(path, repair=True)
+
+
+def test_identical_answers_are_graded_once(pool):
+    _, items, url = pool
+    graded: list[tuple[str, str]] = []
+
+    class CountingMMLU(MMLU):
+        def grade_many(self, pairs, workers=None):
+            pairs = list(pairs)
+            graded.extend(pairs)
+            return super().grade_many(pairs, workers)
+
+    rows = answer_items(items, client_factory(url), benchmarks={"mmlu": CountingMMLU()},
+                        batch_items=len(items))
+    distinct = {(a.text, row.item.reference) for row in rows for a in row.answers.values()}
+    assert len(graded) == len(distinct) < 3 * len(items)
+    assert all(a.correct == (a.text == f"Answer: {row.item.reference}")
+               for row in rows for a in row.answers.values())
