@@ -80,6 +80,9 @@ class Competition:
     eval_size: int = 150
     audit_size: int = 50
     live_size: int = 20
+    # share of the non-hidden items published as train ids; the rest is withheld so the
+    # hidden items are not simply the complement of the published ones
+    train_fraction: float = 0.5
     # gates (SPEC §7)
     rate_limit_count: int = 1
     rate_limit_hours: int = 24
@@ -105,6 +108,8 @@ class Competition:
     bootstrap_resamples: int = 2000
     # miner tool defaults (SPEC §12): not rules, but documented from here too
     train_sigma0: float = 0.1
+    train_generations: int = 60
+    train_minibatch: int = 96  # items per generation, split evenly across the benchmarks
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property

@@ -58,7 +58,11 @@ def _rank(seed: str, benchmark: str, item_id: str) -> bytes:
 
 def draw_splits(items: Sequence[Item], seed: str, rules: Competition = OFFICIAL,
                 exclude: Iterable[str] = ()) -> Splits:
-    """Disjoint eval/audit/live splits of one benchmark; everything else not excluded is train."""
+    """Disjoint eval/audit/live splits of one benchmark, and the public train split.
+
+    Train is a secret-seeded share (`rules.train_fraction`) of the rest: the withheld
+    remainder keeps the hidden items from being the complement of the published ids.
+    """
     if not items:
         raise BenchmarkError("no items to split")
     benchmark = items[0].benchmark
@@ -80,8 +84,9 @@ def draw_splits(items: Sequence[Item], seed: str, rules: Competition = OFFICIAL,
     for split in SPLITS:
         hidden[split] = tuple(order[start:start + sizes[split]])
         start += sizes[split]
-    taken = {item.id for part in hidden.values() for item in part}
-    train = tuple(item for item in pool if item.id not in taken)
+    rest = order[start:]
+    published = {item.id for item in rest[:round(rules.train_fraction * len(rest))]}
+    train = tuple(item for item in pool if item.id in published)
     log.info("%s: %s, train %d", benchmark,
              ", ".join(f"{s} {len(hidden[s])}" for s in SPLITS), len(train))
     return Splits(benchmark=benchmark, hidden=hidden, train=train)

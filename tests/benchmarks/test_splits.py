@@ -24,11 +24,14 @@ def ids(split_items) -> list[str]:
     return [item.id for item in split_items]
 
 
-def test_official_sizes_disjoint_and_train_is_the_rest():
+def test_official_sizes_disjoint_and_train_withholds_a_reserve():
     drawn = draw_splits(items(500), SEED)
     assert {s: len(drawn.hidden[s]) for s in SPLITS} == {"eval": 150, "audit": 50, "live": 20}
-    every = [i for s in SPLITS for i in ids(drawn.hidden[s])] + drawn.train_ids
-    assert sorted(every) == sorted(ids(items(500)))  # disjoint and complete
+    hidden = [i for s in SPLITS for i in ids(drawn.hidden[s])]
+    assert len(set(hidden)) == 220 and not set(hidden) & set(drawn.train_ids)
+    assert len(drawn.train_ids) == 140  # half of the 280 left; the other half is withheld
+    unpublished = set(ids(items(500))) - set(drawn.train_ids)
+    assert set(hidden) < unpublished  # the complement of train is not the hidden set
 
 
 def test_same_seed_same_draw_whatever_the_row_order():
