@@ -69,7 +69,7 @@ def collect(world, *extra: str) -> int:
 def test_seal_then_verify_through_the_pool(world, capsys):
     assert seal(world) == 0
     out = capsys.readouterr().out
-    assert "mmlu: eval 6, audit 3, live 2, train 19" in out
+    assert "mmlu: eval 6, audit 3, live 2, train 10" in out
     assert world["sim"].requests == 3 * (6 + 3)  # cached answers for eval and audit only
     assert verify_ledger(world["sealed"] / "ledger.jsonl").entries == 27
     opened = open_benchmark(world["sealed"], PASSWORD, world["rules"])["mmlu"]
@@ -89,11 +89,11 @@ def test_collect_is_resumable_ledgered_and_train_only(world, capsys):
     assert collect(world, "--limit", "5") == 0
     assert [r.item.id for r in read_answered(world["data"] / "mmlu.jsonl")] == train_ids[:5]
     assert collect(world) == 0
-    assert "14 new rows (19 in" in capsys.readouterr().out
+    assert "5 new rows (10 in" in capsys.readouterr().out
     assert collect(world) == 0  # nothing left to ask
-    assert "0 new rows (19 in" in capsys.readouterr().out
-    assert world["sim"].requests == sealed_requests + 3 * 19
-    assert verify_ledger(world["data"] / "ledger.jsonl").entries == 3 * 19
+    assert "0 new rows (10 in" in capsys.readouterr().out
+    assert world["sim"].requests == sealed_requests + 3 * 10
+    assert verify_ledger(world["data"] / "ledger.jsonl").entries == 3 * 10
     rows = read_answered(world["data"] / "mmlu.jsonl")
     assert sorted(r.item.id for r in rows) == sorted(train_ids)
 
@@ -107,7 +107,7 @@ def test_a_failed_collect_keeps_finished_rows_and_resumes(world, capsys):
     assert len(errors) == 1 and errors[0].startswith("error: ") and "HTTP 401" in errors[0]
     assert len(read_answered(world["data"] / "mmlu.jsonl")) == 8
     assert collect(world) == 0
-    assert len(read_answered(world["data"] / "mmlu.jsonl")) == 19
+    assert len(read_answered(world["data"] / "mmlu.jsonl")) == 10
 
 
 @pytest.mark.parametrize("args, message", [
