@@ -1,0 +1,88 @@
+"""`tinyrouter grade`: see how one response is graded, or grade a batch of cases."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from evaluator.benchmarks import BENCHMARK_REGISTRY, Grade, grade_batch
+from evaluator.errors import BenchmarkError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "grade", help="grade a response (or a batch of cases) as the evaluator does",
+        description="Grade one response read from --response-file or stdin against "
+                    "--reference, or grade a JSONL batch of cases (--batch). Prints one JSON "
+                    'line {"correct", "extracted", "error"} per case.')
+    parser.add_argument("benchmark", nargs="?", choices=list(BENCHMARK_REGISTRY),
+                        help="the benchmark whose grader to use (single mode)")
+    parser.add_argument("--reference", metavar="REF",
+                        help="the reference answer; for livecodebench a JSON object "
+                             '{"tests": [...], "fn_name": ...} or @FILE holding it')
+    parser.add_argument("--response-file", metavar="F", type=Path,
+                        help="file holding the response (default: stdin)")
+    parser.add_argument("--batch", metavar="CASES.jsonl",
+                        help='JSONL of {"benchmark", "response", "reference"} ("-" for stdin)')
+    parser.add_argument("--workers", type=int, default=None,
+                        help="code programs graded at once (default and cap: the number of cores)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.batch:
+        if args.benchmark or args.reference or args.response_file:
+            raise BenchmarkError("--batch takes no BENCHMARK, --reference or --response-file")
+        return run_batch(args.batch, args.workers)
+    if not args.benchmark or args.reference is None:
+        raise BenchmarkError("give BENCHMARK and --reference REF (or --batch CASES.jsonl)")
+    response = _read_text(args.response_file)
+    [grade] = grade_batch([{"benchmark": args.benchmark, "response": response,
+                            "reference": _reference(args.benchmark, args.reference)}])
+    print(_line(grade))
+    if grade.detail:
+        print(grade.detail, file=sys.stderr)
+    return 0
+
+
+def run_batch(source: str, workers: int | None) -> int:
+    text = sys.stdin.read() if source == "-" else _read_text(Path(source))
+    cases: list[Any] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            cases.append(json.loads(line) if line.strip() else f"line {number} is empty")
+        except ValueError as exc:
+            cases.append(f"line {number} is not JSON: {exc}")
+    grades = grade_batch([c if not isinstance(c, str) else {} for c in cases], workers)
+    for case, grade in zip(cases, grades, strict=True):
+        if isinstance(case, str):
+            grade = Grade(False, None, case)
+        print(_line(grade))
+    return 0
+
+
+def _reference(benchmark: str, text: str) -> Any:
+    if text.startswith("@"):
+        text = _read_text(Path(text[1:]))
+    if benchmark != "livecodebench":
+        return text
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise BenchmarkError(f"a livecodebench reference must be JSON: {exc}") from exc
+
+
+def _read_text(path: Path | None) -> str:
+    if path is None:
+        return sys.stdin.read()
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BenchmarkError(f"cannot read {path}: {exc}") from exc
+
+
+def _line(grade: Grade) -> str:
+    return json.dumps(grade.to_dict(), sort_keys=True)

@@ -1,0 +1,227 @@
+"""The sandbox: limits bite, hostile programs are contained, nothing outlives a run."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from evaluator import sandbox
+from evaluator.sandbox import BUBBLEWRAP, RLIMITS, Limits, call_function, run_program
+
+FAST = Limits(cpu_seconds=2, wall_seconds=5.0, memory_mb=256, processes=16,
+              file_size_mb=1, open_files=32, tmpfs_mb=8, output_bytes=64 * 1024)
+MODES = sorted({sandbox.isolation_available(), RLIMITS})
+needs_bubblewrap = pytest.mark.skipif(sandbox.isolation_available() != BUBBLEWRAP,
+                                      reason="bubblewrap does not work on this machine")
+
+
+def survivors(marker: str) -> list[int]:
+    """Pids of processes whose command line carries `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+# Ordinary programs ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_program_reads_stdin_and_writes_stdout(mode):
+    result = run_program("print(sum(map(int, input().split())))", "2 3\n", FAST, mode)
+    assert result.ok and result.stdout == "5\n" and result.isolation == mode
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_function_call_returns_json_and_discards_prints(mode):
+    source = "class Solution:\n    def f(self, a, b):\n        print('noise')\n        return (a, b)\n"
+    result = call_function(source, "f", "[1, 2]\n\"x\"\n", FAST, mode)
+    assert result.ok and result.stdout == '[[1, 2], "x"]\n'
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_output_under_the_cap_arrives_whole(mode):
+    result = run_program("import sys\nsys.stdout.write('7' * 60000)\n", "", FAST, mode)
+    assert result.ok and result.stdout == "7" * 60000
+
+
+def test_a_missing_function_is_an_error_not_a_result():
+    result = call_function("def g():\n    return 1\n", "f", "", FAST)
+    assert not result.ok and "no function" in result.stderr
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_environment_is_empty(mode, monkeypatch):
+    monkeypatch.setenv("TINYROUTER_SECRET_PROBE", "s3cr3t-value")
+    source = ("import os\nprint(dict(os.environ))\n"
+              "for p in ('/proc/self/environ', f'/proc/{os.getppid()}/environ', '/proc/1/environ'):\n"
+              "    try:\n        print(open(p, 'rb').read())\n    except OSError as e:\n"
+              "        print('denied', p)\n")
+    result = run_program(source, "", FAST, mode)
+    assert "s3cr3t-value" not in result.stdout + result.stderr
+
+
+# Limits bite (the child is unprivileged even when the grader runs as root) --------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_process_limit_binds(mode):
+    source = ("import os, time\nn = 0\nfor _ in range(100):\n    try:\n"
+              "        if os.fork() == 0:\n            time.sleep(5)\n            os._exit(0)\n"
+              "        n += 1\n    except OSError:\n        break\nprint(n, flush=True)\n"
+              "os._exit(0)\n")
+    result = run_program(source, "", FAST, mode)
+    assert int(result.stdout) < FAST.processes
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_memory_limit_binds(mode):
+    source = "try:\n    x = bytearray(1 << 30)\n    print('allocated')\nexcept MemoryError:\n" \
+             "    print('refused')\n"
+    assert run_program(source, "", FAST, mode).stdout == "refused\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_cpu_limit_binds_before_the_wall_clock(mode):
+    limits = dataclasses.replace(FAST, cpu_seconds=1, wall_seconds=20.0)
+    result = run_program("while True:\n    pass\n", "", limits, mode)
+    assert not result.ok and not result.timed_out and result.returncode is not None
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_file_size_and_open_file_limits_bind(mode):
+    source = ("import os, tempfile\nd = tempfile.mkdtemp()\ntry:\n"
+              "    open(os.path.join(d, 'big'), 'wb').write(b'x' * (4 << 20))\n"
+              "    print('wrote')\nexcept OSError:\n    print('fsize')\nfiles = []\ntry:\n"
+              "    for i in range(1000):\n        files.append(open(os.devnull))\n"
+              "except OSError:\n    print('nofile', len(files))\n")
+    lines = run_program(source, "", FAST, mode).stdout.split("\n")
+    assert lines[0] == "fsize" and lines[1].startswith("nofile")
+
+
+# Hostile programs -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_infinite_loop_is_stopped_by_the_wall_clock(mode):
+    limits = dataclasses.replace(FAST, wall_seconds=1.0)
+    result = run_program("import time\nwhile True:\n    time.sleep(0.01)\n", "", limits, mode)
+    assert result.timed_out and not result.ok
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_fork_bomb_is_contained_and_leaves_nothing(mode):
+    marker = f"bomb-{uuid.uuid4().hex}"
+    source = (f"# {marker}\nimport os, sys\nwhile True:\n    try:\n        os.fork()\n"
+              "    except OSError:\n        pass\n")
+    limits = dataclasses.replace(FAST, wall_seconds=2.0)
+    result = run_program(source, "", limits, mode)
+    assert not result.ok
+    assert survivors(marker) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_output_flood_is_capped(mode):
+    result = run_program("while True:\n    print('x' * 4096)\n", "", FAST, mode)
+    assert result.output_truncated and not result.ok
+    assert len(result.stdout) <= FAST.output_bytes
+
+
+@needs_bubblewrap
+def test_the_network_is_unreachable():
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(3.0)
+    port = server.getsockname()[1]
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(_accept(server)), daemon=True).start()
+    source = (f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), 2)\n"
+              "    print('connected')\nexcept OSError as e:\n    print('blocked', e)\n")
+    result = run_program(source, "", FAST)
+    time.sleep(0.2)
+    server.close()
+    assert result.stdout.startswith("blocked") and accepted in ([], [None])
+
+
+def _accept(server: socket.socket):
+    try:
+        return server.accept()
+    except OSError:
+        return None
+
+
+@needs_bubblewrap
+def test_writing_outside_the_sandbox_fails(tmp_path):
+    target_dir = tmp_path / "open"
+    target_dir.mkdir()
+    target_dir.chmod(0o777)
+    marker = f"/tmp/tinyrouter-escape-{uuid.uuid4().hex}"
+    source = ("import os\nfor p in ({!r}, {!r}, {!r}):\n    try:\n"
+              "        open(p, 'w').write('pwned')\n    except OSError:\n        pass\n"
+              ).format(str(target_dir / "x"), marker, str(Path.cwd() / "pwned.txt"))
+    run_program(source, "", FAST)
+    assert not (target_dir / "x").exists() and not Path(marker).exists()
+    assert not (Path.cwd() / "pwned.txt").exists()
+
+
+@needs_bubblewrap
+def test_the_repository_and_home_are_invisible():
+    source = ("import os\nfor p in ({!r}, {!r}):\n    print(os.path.exists(p))\n"
+              ).format(str(Path(__file__).resolve()), os.path.expanduser("~"))
+    assert run_program(source, "", FAST).stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("mode", [m for m in MODES if m == BUBBLEWRAP or os.geteuid() == 0])
+def test_detached_children_do_not_survive(mode):
+    marker = f"detached-{uuid.uuid4().hex}"
+    source = ("import os, sys\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+              f"        os.execv(sys.executable, [sys.executable, '-c', "
+              f"'import time; time.sleep(30)', '{marker}'])\n    os._exit(0)\n"
+              "print('parent done')\n")
+    result = run_program(source, "", FAST, mode)
+    assert result.stdout == "parent done\n"
+    time.sleep(0.3)
+    assert survivors(marker) == []
+
+
+@pytest.mark.parametrize("mode", [m for m in MODES if m == BUBBLEWRAP or os.geteuid() == 0])
+@pytest.mark.parametrize("attack", [
+    "os.kill(os.getppid(), signal.SIGKILL)",
+    "os.kill(-1, signal.SIGKILL)",
+    "os.killpg(0, signal.SIGKILL)",
+    "os.kill(1, signal.SIGKILL)",
+])
+def test_killing_the_parent_harms_only_the_program(mode, attack):
+    before = os.getppid()
+    run_program(f"import os, signal\n{attack}\nprint('still here')\n", "", FAST, mode)
+    assert os.getppid() == before  # neither the grader nor its parent was killed
+    assert run_program("print(1)", "", FAST, mode).stdout == "1\n"
+
+
+def test_without_bubblewrap_the_fallback_is_used_and_said_once(monkeypatch, caplog):
+    real_which = sandbox.shutil.which
+    monkeypatch.setattr(sandbox.shutil, "which",
+                        lambda name: None if name == "bwrap" else real_which(name))
+    sandbox._probe.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger="evaluator.sandbox"):
+            first = run_program("print(2)", "", FAST)
+            second = run_program("print(3)", "", FAST)
+    finally:
+        sandbox._probe.cache_clear()
+    assert (first.isolation, second.isolation) == (RLIMITS, RLIMITS)
+    assert second.stdout == "3\n"
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+    assert "bwrap is not installed" in caplog.records[0].message
