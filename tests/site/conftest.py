@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from evaluator.evaluate import LOST_FIELDS
 from evaluator.rules import OFFICIAL
 
 REPO = Path(__file__).resolve().parents[2]
@@ -88,6 +89,8 @@ class Board:
                                "scores": {b: p["score"] for b, p in breakdown(composite).items()},
                                "per_benchmark": record["per_benchmark"],
                                "paired": record["paired"], "previous": king})
+        if outcome == "lost":  # the disclosure rule keeps only these, exactly as evaluate does
+            record = {key: record[key] for key in LOST_FIELDS}
         _write(self.root / "results" / miner / f"{generation}.json", record)
         return record
 
