@@ -1,0 +1,67 @@
+"""A tiny random Qwen3 checkpoint for tests and the demo, read by the same loading code.
+
+Small enough to run in milliseconds on a CPU, but not trivial: 4 layers, grouped-query
+attention with a key/value rank below the hidden size, a byte-level BPE tokenizer
+trained on a fixed routing-flavoured corpus, and an EOS token.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from evaluator.rules import BENCHMARKS, OFFICIAL, ROLES
+
+EOS_TOKEN = "<|endoftext|>"
+TOKENIZER_VOCAB = 512
+TINY_CONFIG = {
+    "hidden_size": 64,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "intermediate_size": 192,
+    "max_position_embeddings": 4096,
+    "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": True,
+    # larger than the usual 0.02 so each layer, the SVF one included, visibly moves h
+    "initializer_range": 0.1,
+}
+
+_CORPUS = (
+    "QUERY:\nWhat is the value of $x$ if $3x + 5 = 20$? Put the final answer in \\boxed{}.",
+    "QUERY:\nWhich of the following is a prime number?\nA. 21\nB. 27\nC. 29\nD. 33\nAnswer: C",
+    "QUERY:\nWrite a Python function that returns the sum of a list.\n```python\ndef solve(xs):\n"
+    "    return sum(xs)\n```",
+    "The answer is 42. Let me verify each step of the derivation carefully.",
+    "VERDICT: ACCEPT\nVERDICT: REVISE\nThe plan: decompose the problem, then check the result.",
+    "0 1 2 3 4 5 6 7 8 9 10 100 1000 \\frac{1}{2} \\sqrt{3} \\pi + - * / = ( ) [ ] { }",
+    "the of and to in is that for it as with was on be by this are an or from at which",
+)
+
+
+def build_tokenizer(vocab_size: int = TOKENIZER_VOCAB) -> Tokenizer:
+    """A byte-level BPE tokenizer (any text encodes), trained deterministically."""
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    corpus = [*_CORPUS, OFFICIAL.head_input_suffix, *ROLES, *BENCHMARKS, *OFFICIAL.pool_names]
+    corpus += [f"[Turn {k} | {role} | {model}]" for k in range(1, OFFICIAL.max_turns + 1)
+               for role in ROLES for model in OFFICIAL.pool_names]
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[EOS_TOKEN],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tokenizer.train_from_iterator(corpus * 4, trainer)
+    return tokenizer
+
+
+def make_tiny(out_dir: str | Path, seed: int = 0) -> Path:
+    """Write a tiny random Qwen3 (safetensors) and its tokenizer; deterministic for a seed."""
+    from evaluator.coordinator.encoder import random_model, save_checkpoint
+
+    tokenizer = build_tokenizer()
+    eos_id = tokenizer.token_to_id(EOS_TOKEN)
+    config = {**TINY_CONFIG, "vocab_size": tokenizer.get_vocab_size(),
+              "eos_token_id": eos_id, "pad_token_id": eos_id, "bos_token_id": None}
+    return save_checkpoint(out_dir, random_model(config, seed), tokenizer, EOS_TOKEN)

@@ -1,0 +1,113 @@
+"""Loading, the checkpoint checks, the tiny checkpoint and the head input (SPEC §3)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from evaluator.coordinator.encoder import Encoder, competition_for_encoder, load_encoder
+from evaluator.coordinator.tiny import TINY_CONFIG, make_tiny
+from evaluator.errors import EncoderError
+from evaluator.rules import OFFICIAL
+
+
+def test_tiny_rules_are_read_from_the_checkpoint(tiny_rules, tiny_path):
+    assert tiny_rules.encoder_id == str(tiny_path)
+    assert (tiny_rules.hidden_size, tiny_rules.num_layers) == (64, 4)
+    assert tiny_rules.svf_layer == 2
+    # q 64, k 32, v 32, o 64, gate 64, up 64, down 64: min(out, in) per matrix
+    assert tiny_rules.svf_scale_count == 384
+    assert tiny_rules.head_shape == (6, 64)
+    assert tiny_rules.win_margin == OFFICIAL.win_margin
+
+
+def test_loaded_encoder_is_frozen_fp32_on_cpu(encoder, tiny_rules):
+    assert encoder.dtype == torch.float32
+    assert encoder.svf.count == tiny_rules.svf_scale_count
+    assert not any(p.requires_grad for p in encoder.model.parameters())
+    assert not encoder.model.training
+
+
+def test_make_tiny_is_deterministic_for_a_seed(tmp_path, tiny_path):
+    again = make_tiny(tmp_path / "again", seed=0)
+    other = make_tiny(tmp_path / "other", seed=1)
+    for name in ("model.safetensors", "tokenizer.json"):
+        assert (again / name).read_bytes() == (tiny_path / name).read_bytes()
+    assert (other / "model.safetensors").read_bytes() != (tiny_path / "model.safetensors").read_bytes()
+    assert json.loads((tiny_path / "config.json").read_text())["hidden_size"] == TINY_CONFIG["hidden_size"]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    # the rules expect another shape than the checkpoint has
+    ({"hidden_size": 1024}, "hidden size 64"),
+    ({"num_layers": 28}, "4 layers"),
+    # the SVF count or layer do not fit the checkpoint
+    ({"svf_scale_count": 7168}, "384 singular values"),
+    ({"svf_layer": 3}, "before the last layer"),
+])
+def test_a_checkpoint_that_breaks_the_rules_is_refused(tiny_path, tiny_rules, change, message):
+    with pytest.raises(EncoderError, match=message):
+        load_encoder(str(tiny_path), "cpu", dataclasses.replace(tiny_rules, **change))
+
+
+def test_official_rules_refuse_the_tiny_checkpoint(tiny_path):
+    with pytest.raises(EncoderError, match="--competition"):
+        load_encoder(str(tiny_path), "cpu")
+
+
+def test_missing_or_pickle_only_checkpoints_are_refused(tmp_path, tiny_path, tiny_rules):
+    with pytest.raises(EncoderError, match="cannot load"):
+        load_encoder(str(tmp_path / "nowhere"), "cpu", tiny_rules)
+    pickled = tmp_path / "pickled"
+    pickled.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (pickled / name).write_bytes((tiny_path / name).read_bytes())
+    (pickled / "pytorch_model.bin").write_bytes(b"not loaded: safetensors only")
+    with pytest.raises(EncoderError, match="cannot load"):
+        load_encoder(str(pickled), "cpu", tiny_rules)
+    with pytest.raises(EncoderError, match="cannot read the checkpoint"):
+        competition_for_encoder(tmp_path / "nowhere")
+
+
+def test_head_input_is_transcript_suffix_then_eos(encoder):
+    ids = encoder.head_ids(["QUERY:\nWhat is 2+3?"])[0]
+    assert ids[-1] == encoder.eos_id
+    text = encoder.tokenizer.decode(ids[:-1])
+    assert text == "QUERY:\nWhat is 2+3?" + encoder.rules.head_input_suffix
+
+
+def test_long_transcripts_are_cut_from_the_left_keeping_the_suffix(encoder):
+    short = Encoder(encoder.model, encoder.tokenizer,
+                    dataclasses.replace(encoder.rules, head_context_tokens=24))
+    ids = short.head_ids(["start " + "filler words " * 40 + "the very end"])[0]
+    assert len(ids) == 24
+    assert short.tokenizer.decode(ids[:-1]).endswith("the very end" + OFFICIAL.head_input_suffix)
+    assert short.features(["x " * 100]).shape == (1, 64)
+
+
+def test_features_are_unit_fp32_and_ignore_the_eos_position(encoder, make_transcripts):
+    feats = encoder.features(make_transcripts(5))
+    assert feats.dtype == torch.float32
+    assert torch.allclose(feats.norm(dim=-1), torch.ones(5), atol=1e-6)
+    ids = encoder.head_ids(["QUERY:\nabc"])
+    other_last = [[*ids[0][:-1], ids[0][-2]]]
+    # position −2 is read, so the final token cannot change the feature (causal attention)
+    assert torch.allclose(encoder.features_from_ids(ids), encoder.features_from_ids(other_last))
+
+
+def test_a_batch_gives_the_features_of_its_rows_one_by_one(encoder, make_transcripts, make_theta):
+    import numpy as np
+
+    texts = make_transcripts(12, seed=3)
+    scales = make_theta(encoder.rules, np.random.default_rng(0))[encoder.rules.n_head_params:]
+    batched = encoder.features(texts, scales)
+    alone = torch.cat([encoder.features([t], scales) for t in texts])
+    assert torch.allclose(batched, alone, atol=1e-5)
+
+
+def test_empty_input_is_refused(encoder):
+    with pytest.raises(EncoderError, match="no transcripts"):
+        encoder.features([])

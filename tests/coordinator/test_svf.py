@@ -1,0 +1,83 @@
+"""SVF on the rules' layer: identity, scaling, the cheaper form, and the scale count."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from evaluator.coordinator.svf import FACTORED, FACTORED_CACHED, RECONSTRUCTED, SVF, SVFLinear
+from evaluator.errors import SubmissionError
+from evaluator.rules import SVF_MATRICES
+
+
+def _linear(out_features: int, in_features: int, seed: int = 0) -> nn.Linear:
+    torch.manual_seed(seed)
+    return nn.Linear(in_features, out_features, bias=False).requires_grad_(False)
+
+
+def test_svf_sits_on_the_rules_layer_in_matrix_order(encoder):
+    layer = encoder.body.layers[encoder.rules.svf_layer]
+    assert list(encoder.svf.modules) == list(SVF_MATRICES)
+    assert layer.self_attn.k_proj is encoder.svf.modules["k_proj"]
+    assert layer.mlp.down_proj is encoder.svf.modules["down_proj"]
+    assert not isinstance(encoder.body.layers[0].self_attn.q_proj, SVFLinear)
+
+
+@pytest.mark.parametrize("shape", [(64, 64), (32, 64), (192, 64), (64, 192)])
+def test_scales_of_one_reproduce_the_weight(shape):
+    module = SVFLinear(_linear(*shape))
+    ones = torch.ones(module.rank)
+    assert module.rank == min(shape)
+    assert torch.allclose(module.reconstruct(ones), module.weight, atol=1e-5)
+
+
+def test_reset_restores_the_original_weight_exactly(encoder):
+    x = torch.randn(5, encoder.hidden_size)
+    module = encoder.svf.modules["q_proj"]
+    before = module(x)
+    encoder.svf.apply(np.full(encoder.svf.count, 3.0), n_tokens=5)
+    assert not torch.allclose(module(x), before)
+    encoder.svf.reset()
+    assert torch.equal(module(x), before)
+
+
+def test_factored_and_reconstructed_forms_agree():
+    module = SVFLinear(_linear(96, 48))
+    x = torch.randn(7, 48)
+    scale = torch.exp(torch.randn(module.rank))
+    expected = x @ (module.u * (module.s * scale) @ module.vh).T
+    module.set_scale(scale, dense=False)
+    factored = module(x)
+    module.set_scale(scale, dense=True)
+    assert torch.allclose(factored, expected, atol=1e-5)
+    assert torch.allclose(module(x), expected, atol=1e-5)
+    assert torch.allclose(module.from_coords(module.coords(x)), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize(("n_tokens", "cached", "form"), [
+    # few tokens: reconstructing a 64×64 weight (64³ multiply-adds) is dearer
+    (1, (), FACTORED),
+    (31, (), FACTORED),
+    # many tokens: the extra x·V per token outweighs one reconstruction
+    (5000, (), RECONSTRUCTED),
+    # a frozen input's x·V is cached: always factored
+    (5000, ("q_proj",), FACTORED_CACHED),
+])
+def test_the_cheaper_form_is_chosen_for_the_token_count(encoder, n_tokens, cached, form):
+    forms = encoder.svf.apply(np.ones(encoder.svf.count), n_tokens, cached)
+    encoder.svf.reset()
+    assert forms["q_proj"] == form
+
+
+@pytest.mark.parametrize("size", [0, 383, 385, 7168])
+def test_wrong_number_of_scales_is_refused(encoder, size):
+    with pytest.raises(SubmissionError, match="384 singular values"):
+        encoder.svf.apply(np.ones(size), n_tokens=1)
+
+
+def test_installing_twice_keeps_one_decomposition(encoder):
+    layer = encoder.body.layers[encoder.rules.svf_layer]
+    again = SVF(layer)
+    assert again.modules["o_proj"] is encoder.svf.modules["o_proj"]
