@@ -108,8 +108,9 @@ class Competition:
     bootstrap_resamples: int = 2000
     # miner tool defaults (SPEC §12): not rules, but documented from here too
     train_sigma0: float = 0.1
-    train_generations: int = 60
+    train_generations: int = 300
     train_minibatch: int = 96  # items per generation, split evenly across the benchmarks
+    train_scales_step: float = 1.0  # SVF scales' initial step as a multiple of train_sigma0
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
