@@ -241,7 +241,7 @@ def transform(kind):
 
 @pytest.mark.parametrize("kind", ["exact", "shifted", "rescaled", "noised"])
 def test_copies_of_an_earlier_submission_are_caught(repo, make_submission, kind):
-    from evaluator.submission import read_weights  # noqa: PLC0415
+    from evaluator.submission import read_weights
     original = make_submission(repo, "bob", 1, seed=5)
     head, scales = read_weights(original / "weights.safetensors")
     make_submission(repo, "alice", 1, head=transform(kind)(head).astype(np.float32), scales=scales)

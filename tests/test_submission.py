@@ -14,7 +14,6 @@ from evaluator.submission import (
     sha256_file,
     tensors_from_theta,
     theta_from_tensors,
-    write_submission,
 )
 
 HEAD_BYTES = 4 * 6 * 1024

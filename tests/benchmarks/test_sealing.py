@@ -149,7 +149,8 @@ def test_manifest_has_the_public_contract_and_verifies(sealed):
         assert {s: v["count"] for s, v in entry["splits"].items()} == SMALL.split_sizes
         hidden = {row.item.id if isinstance(row, AnsweredItem) else row.id
                   for rows in opened[benchmark].values() for row in rows}
-        assert len(entry["train_ids"]) == round((14 - 11) * SMALL.train_fraction) and not hidden & set(entry["train_ids"])
+        assert len(entry["train_ids"]) == round((14 - 11) * SMALL.train_fraction)
+        assert not hidden & set(entry["train_ids"])
         assert entry["baselines"] == from_answered(opened[benchmark]["eval"], SMALL.pool_names)
         assert set(entry["baselines"]) == {"per_model", "best_single", "random", "oracle"}
     assert verify_benchmark(out, PASSWORD, manifest, SMALL) == {

@@ -63,7 +63,7 @@ def test_slot_is_consumed_even_when_a_later_gate_fails(pr_repo):
 
 
 def test_scope_failure_records_no_attempt(pr_repo):
-    repo, changed = pr_repo
+    repo, _ = pr_repo
     assert cli("gates", "--repo", repo, "--submission", "submissions/alice/1", "--author", "bob",
                "--record-attempt", "--pr", 3) == 1
     assert not (repo / "leaderboard/attempts.jsonl").exists()
