@@ -54,8 +54,8 @@ def parse_changes(text: str) -> list[Change]:
             changes.append(Change(status[:1], parts[2], old_path=parts[1]))
         elif len(parts) == 2 and status:
             changes.append(Change(status[:1], parts[1]))
-        else:
-            raise ValueError(f"cannot read changed-files line {line!r}")
+        else:  # e.g. a file name holding a tab or newline: gate 0 refuses it, never a crash
+            changes.append(Change("?", line))
     return changes
 
 
@@ -183,7 +183,7 @@ def _scope_of_changes(sub: Submission, ctx: GateContext) -> str | None:
         path = PurePosixPath(change.path)
         if change.status != "A":
             verb = {"M": "modifies", "D": "deletes", "R": "renames", "C": "copies"}.get(
-                change.status, f"changes ({change.status})")
+                change.status, "makes an unreadable change to")
             return f"the PR {verb} {change.path!r}; a submission may only add new files"
         if path.parent != prefix:
             return (f"the PR touches {change.path!r}, outside {sub.relpath}/; "

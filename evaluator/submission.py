@@ -109,7 +109,8 @@ def _check_header(header: Any, data_size: int, rules: Competition) -> dict[str, 
             raise SubmissionError(f"tensor {name!r} needs exactly dtype, shape and data_offsets")
         if entry["dtype"] != "F32":
             raise SubmissionError(f"tensor {name!r} must be float32 (F32), not {entry['dtype']!r}")
-        if entry["shape"] != list(shape):
+        if (not isinstance(entry["shape"], list) or not all(type(v) is int for v in entry["shape"])
+                or entry["shape"] != list(shape)):
             raise SubmissionError(f"tensor {name!r} must have shape {list(shape)}, "
                                   f"not {entry['shape']!r}")
         offsets = entry["data_offsets"]

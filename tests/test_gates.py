@@ -63,6 +63,7 @@ SCOPE_CHANGES = [
      "renames"),
     ("nested file", "A\tsubmissions/alice/1/extra/weights.safetensors\n", "outside"),
     ("disallowed name", "A\tsubmissions/alice/1/train.py\n", "'train.py' is not allowed"),
+    ("file name with a tab", "A\tsubmissions/alice/1/a\tb\tc\tREADME.md\n", "unreadable change"),
 ]
 
 

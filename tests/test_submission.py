@@ -56,6 +56,8 @@ HOSTILE_WEIGHTS = [
                                     "svf_scales": header()["svf_scales"]}, GOOD_DATA), "exactly"),
     ("float16 head", safetensors(header(head_dtype="F16"), GOOD_DATA), "float32"),
     ("transposed head", safetensors(header(head_shape=(1024, 6)), GOOD_DATA), "shape"),
+    ("float shape", safetensors({"head": dict(header()["head"], shape=[6.0, 1024.0]),
+                                 "svf_scales": header()["svf_scales"]}, GOOD_DATA), "shape"),
     ("short scales", safetensors(header(scales_shape=(1024,)), GOOD_DATA[:HEAD_BYTES + 4096]),
      "shape"),
     # bad offsets and sizes
