@@ -1,0 +1,30 @@
+"""Pins the package's public names and the command's subcommands: changing them is a decision."""
+
+import evaluator
+from evaluator.cli import build_parser
+
+PUBLIC = [
+    "AnsweredItem", "Competition", "Decision", "GATES", "Item", "ModelAnswer", "OFFICIAL",
+    "OpenRouterClient", "Policy", "TinyRouterError", "apply_result", "build_site",
+    "evaluate_submission", "get_benchmark", "load_encoder", "open_benchmark", "oracle_report",
+    "read_weights", "run_demo", "run_gates", "run_sessions", "run_training", "verify_ledger",
+    "write_submission",
+]
+
+COMMANDS = [
+    "baseline", "bench", "bench-training", "collect", "demo", "encoder", "evaluate", "gates", "gh", "grade",
+    "leaderboard", "ledger", "pack", "pool", "preflight", "reveal", "seal", "site", "train",
+    "verify-benchmark",
+]
+
+
+def test_public_names_are_pinned_and_resolve():
+    assert evaluator.__all__ == ["__version__", *PUBLIC]
+    for name in PUBLIC:
+        assert getattr(evaluator, name) is not None
+
+
+def test_subcommands_are_pinned():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert sorted(sub.choices) == COMMANDS
