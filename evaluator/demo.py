@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.errors import TinyRouterError
+from evaluator.files import write_json
 from evaluator.rules import OFFICIAL, Competition
 
 log = logging.getLogger(__name__)
@@ -126,8 +127,7 @@ def build_encoder(ws: Workspace) -> None:
     overrides = encoder_overrides(ws.encoder)
     if ws.fast:
         overrides |= {"eval_size": 90, "audit_size": 30, "live_size": 8}
-    ws.competition.write_text(json.dumps(overrides, indent=2, sort_keys=True) + "\n",
-                              encoding="utf-8")
+    write_json(ws.competition, overrides)
     ws.rules = Competition.load(ws.competition)
 
 

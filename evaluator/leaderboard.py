@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -22,6 +20,7 @@ import referencing
 
 from evaluator.attempts import parse_time
 from evaluator.errors import LeaderboardError
+from evaluator.files import dumps, write_atomic
 from evaluator.rules import FORMAT_VERSION, OFFICIAL, WEIGHTS_FILE, Competition
 from evaluator.scoring import TOLERANCE, crowns
 
@@ -36,23 +35,6 @@ ATTEMPTS_FILE, MANIFEST_FILE, RESULTS_DIR = "attempts.jsonl", "manifest.json", "
 
 
 # ---------------------------------------------------------------- files
-
-
-def dumps(obj: Any) -> str:
-    """The one JSON text the product writes: sorted keys, two-space indent, final newline."""
-    return json.dumps(obj, indent=2, sort_keys=True) + "\n"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def read_json(path: Path, default: Any = None) -> Any:

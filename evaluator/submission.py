@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from evaluator.errors import SubmissionError
+from evaluator.files import dumps
 from evaluator.rules import (
     FORMAT_VERSION,
     HEAD_TENSOR,
@@ -280,16 +281,6 @@ def load_receipt(path: str | Path, rules: Competition = OFFICIAL) -> Receipt:
 
 # ---------------------------------------------------------------- folder
 
-def write_json(path: str | Path, data: Any) -> None:
-    """Deterministic JSON, written atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
 def write_submission(repo_dir: str | Path, login: str, generation: int, head: np.ndarray,
                      scales: np.ndarray, receipt_fields: dict[str, Any],
                      readme: str | None = None, rules: Competition = OFFICIAL) -> Path:
@@ -310,7 +301,7 @@ def write_submission(repo_dir: str | Path, login: str, generation: int, head: np
         receipt = dict(receipt_fields, format=FORMAT_VERSION, miner=login, generation=generation,
                        n_params=rules.n_params, pool=list(rules.pool_names),
                        weights_sha256=sha256_file(staging / WEIGHTS_FILE))
-        text = json.dumps(receipt, indent=2, sort_keys=True) + "\n"
+        text = dumps(receipt)
         parse_receipt(text, rules)
         (staging / RECEIPT_FILE).write_text(text, encoding="utf-8")
         if readme is not None:

@@ -23,9 +23,10 @@ import cma
 import numpy as np
 
 from evaluator import __version__
-from evaluator.answers import data_path, read_answered
+from evaluator.answers import LEDGER_FILE, data_path, read_answered
 from evaluator.attempts import format_time, read_attempts
 from evaluator.errors import TrainingError
+from evaluator.files import dumps, write_json
 from evaluator.gates import next_generation
 from evaluator.pool.ledger import verify_ledger
 from evaluator.rules import NAME_PATTERN, OFFICIAL, Competition
@@ -33,7 +34,6 @@ from evaluator.submission import (
     read_weights,
     tensors_from_theta,
     theta_from_tensors,
-    write_json,
     write_submission,
     write_weights,
 )
@@ -46,7 +46,6 @@ BEST_FILE = "best.safetensors"
 HISTORY_FILE = "history.json"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT_FILE = "checkpoint.json"
-LEDGER_FILE = "ledger.jsonl"
 CHECKPOINT_FORMAT = 1
 
 
@@ -422,7 +421,7 @@ def pack(run_dir: str | Path, login: str, repo_dir: str | Path = ".",
     generation = next_generation(repo, login, read_attempts(repo))
     created_at = created_at or format_time(datetime.now(timezone.utc))
     fields = receipt_fields(summary, history, ledger.total_cost_usd, ledger.head, created_at)
-    size = len(json.dumps(fields, indent=2, sort_keys=True)) + RECEIPT_MARGIN
+    size = len(dumps(fields)) + RECEIPT_MARGIN
     if size > rules.max_receipt_bytes:
         raise TrainingError(f"{len(history)} generations make a receipt of about {size} bytes, "
                             f"over the {rules.max_receipt_bytes}-byte cap; train a new run "

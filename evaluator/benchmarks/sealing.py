@@ -31,8 +31,8 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 from evaluator.baselines import from_answered
 from evaluator.benchmarks.splits import draw_splits
 from evaluator.errors import BenchmarkError
+from evaluator.files import write_json
 from evaluator.rules import FORMAT_VERSION, OFFICIAL, SPLITS, Competition
-from evaluator.submission import write_json
 from evaluator.types import AnsweredItem, Item
 
 log = logging.getLogger(__name__)

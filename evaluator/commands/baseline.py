@@ -10,8 +10,8 @@ from typing import Any
 from evaluator import baselines
 from evaluator.benchmarks.sealing import PASSWORD_ENV, open_benchmark, password_from_env
 from evaluator.errors import TinyRouterError
+from evaluator.files import write_json
 from evaluator.rules import SPLITS, Competition
-from evaluator.submission import write_json
 from evaluator.train import read_training_rows
 from evaluator.types import AnsweredItem
 

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from evaluator.coordinator.bench import BenchConfig
     from evaluator.coordinator.bench import run as bench
     from evaluator.errors import TinyRouterError
-    from evaluator.submission import write_json
+    from evaluator.files import write_json
 
     for name in ("questions", "candidates", "tokens", "repeats"):
         if getattr(args, name) < 1:

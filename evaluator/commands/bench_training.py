@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from evaluator.errors import TrainingError
-    from evaluator.submission import write_json
+    from evaluator.files import write_json
     from evaluator.train_bench import BenchOptions, meets_target, run_bench
 
     for name in ("generations", "popsize", "minibatch", "limit", "sigma0", "scales_step"):

@@ -26,7 +26,7 @@ def make_tiny(args: argparse.Namespace) -> int:
 
     from evaluator.coordinator.encoder import encoder_overrides
     from evaluator.coordinator.tiny import make_tiny as build
-    from evaluator.submission import write_json
+    from evaluator.files import write_json
 
     path = build(args.out_dir, seed=args.seed)
     overrides = encoder_overrides(path)

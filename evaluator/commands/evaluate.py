@@ -14,7 +14,7 @@ from evaluator.evaluate import (
     pool_live_runner,
     render_report,
 )
-from evaluator.leaderboard import dumps, write_atomic
+from evaluator.files import dumps, write_atomic
 from evaluator.rules import GENERATION_PATTERN, NAME_PATTERN
 
 HEAD_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
 from evaluator.attempts import Attempt, format_time, parse_time, record_attempt
+from evaluator.files import write_json
 from evaluator.gates import (
     GateReport,
     Submission,
@@ -18,10 +20,9 @@ from evaluator.gates import (
     run_gates,
 )
 from evaluator.rules import NAME_PATTERN
-from evaluator.submission import write_json
 from evaluator.templating import render
 
-SHA_PATTERN = "^[0-9a-f]{7,64}$"
+SHA_PATTERN = re.compile(r"^[0-9a-f]{7,64}$")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -78,7 +79,7 @@ def run_bot(args: argparse.Namespace) -> int:
         return _usage(f"--repo {args.repo} is not a folder")
     if not NAME_PATTERN.match(args.author or ""):
         return _usage(f"--author {args.author!r} is not a GitHub login")
-    if args.head_sha is not None and not __import__("re").match(SHA_PATTERN, args.head_sha):
+    if args.head_sha is not None and not SHA_PATTERN.match(args.head_sha):
         return _usage("--head-sha must be a hex commit id")
     try:
         now = _now(args)

@@ -8,13 +8,8 @@ from pathlib import Path
 
 from evaluator.errors import LeaderboardError
 from evaluator.evaluate import render_report
-from evaluator.leaderboard import (
-    apply_result,
-    check_result,
-    seed_king,
-    validate_state,
-    write_atomic,
-)
+from evaluator.files import write_atomic
+from evaluator.leaderboard import apply_result, check_result, seed_king, validate_state
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -23,8 +23,8 @@ from evaluator.benchmarks.sealing import (
 )
 from evaluator.benchmarks.splits import load_items, seed_from_env
 from evaluator.errors import BenchmarkError
+from evaluator.files import write_json
 from evaluator.rules import SPLITS, Competition
-from evaluator.submission import write_json
 from evaluator.types import AnsweredItem, Item
 
 DEFAULT_MANIFEST = "leaderboard/manifest.json"

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from evaluator.files import dumps
 from evaluator.site.state import LeaderboardState
 
 EVALUATION_COLUMNS = ("evaluated_at", "miner", "generation", "pr", "head_sha", "outcome",
@@ -67,5 +68,5 @@ def download_files(state: LeaderboardState, benchmarks: list[str]) -> dict[str, 
         "kings.csv": _csv(_king_rows(state, benchmarks), king_columns),
         "breakdowns.csv": _csv(_breakdown_rows(state), BREAKDOWN_COLUMNS),
         "attempts.csv": _csv(list(state.attempts), ATTEMPT_COLUMNS),
-        "leaderboard.json": json.dumps(everything, indent=2, sort_keys=True) + "\n",
+        "leaderboard.json": dumps(everything),
     }
