@@ -34,7 +34,8 @@ def test_leaderboard_is_valid_with_exactly_one_king(demo):
     assert king["miner"] in ("alice", "bob")
     assert len(read(board / "history.json")["kings"]) in (1, 2)
     outcomes = [read(board / "results" / m / "1.json")["outcome"] for m in ("alice", "bob")]
-    assert outcomes[0] == "king" and outcomes.count("rejected") == 0
+    # the second head may also fall to the overfit gate: the fast demo's audit split is small
+    assert outcomes[0] == "king" and outcomes[1] in ("king", "lost", "rejected")
 
 
 def test_second_miner_record_obeys_the_disclosure_rule(demo):
@@ -42,6 +43,11 @@ def test_second_miner_record_obeys_the_disclosure_rule(demo):
     if record["outcome"] == "lost":
         assert set(record) == set(LOST_FIELDS)
         assert "per_benchmark" not in record and "paired" not in record
+    elif record["outcome"] == "rejected":
+        assert record["reason"].startswith("gate 5 (overfit)") and record["composite"] is None
+        assert "per_benchmark" not in record
+        assert read(demo / "private" / "bob-1.json")["reason"] == record["reason"]
+        return
     else:
         assert set(record["per_benchmark"]) == {"math500", "mmlu", "livecodebench"}
     private = read(demo / "private" / "bob-1.json")

@@ -2,7 +2,9 @@
 
 Small enough to run in milliseconds on a CPU, but not trivial: 4 layers, grouped-query
 attention with a key/value rank below the hidden size, a byte-level BPE tokenizer
-trained on a fixed routing-flavoured corpus, and an EOS token.
+trained on a fixed routing-flavoured corpus, and an EOS token. Its attention is nearly
+flat, so the read position sums up the whole transcript and a linear head can tell the
+questions' topics apart, as it can on a trained encoder's features.
 """
 
 from __future__ import annotations
@@ -16,18 +18,21 @@ from evaluator.rules import BENCHMARKS, OFFICIAL, ROLES
 EOS_TOKEN = "<|endoftext|>"
 TOKENIZER_VOCAB = 512
 TINY_CONFIG = {
-    "hidden_size": 64,
+    "hidden_size": 128,
     "num_hidden_layers": 4,
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
-    "head_dim": 16,
-    "intermediate_size": 192,
+    "head_dim": 32,
+    "intermediate_size": 128,
     "max_position_embeddings": 4096,
     "rms_norm_eps": 1e-6,
     "tie_word_embeddings": True,
     # larger than the usual 0.02 so each layer, the SVF one included, visibly moves h
     "initializer_range": 0.1,
 }
+# Qwen3 normalises queries and keys per head, so q_norm's gain alone sets how peaked the
+# attention is; random sharp attention reads a few arbitrary tokens, flat attention all.
+ATTENTION_GAIN = 0.1
 
 _CORPUS = (
     "QUERY:\nWhat is the value of $x$ if $3x + 5 = 20$? Put the final answer in \\boxed{}.",
@@ -64,4 +69,7 @@ def make_tiny(out_dir: str | Path, seed: int = 0) -> Path:
     eos_id = tokenizer.token_to_id(EOS_TOKEN)
     config = {**TINY_CONFIG, "vocab_size": tokenizer.get_vocab_size(),
               "eos_token_id": eos_id, "pad_token_id": eos_id, "bos_token_id": None}
-    return save_checkpoint(out_dir, random_model(config, seed), tokenizer, EOS_TOKEN)
+    model = random_model(config, seed)
+    for layer in model.model.layers:
+        layer.self_attn.q_norm.weight.data.fill_(ATTENTION_GAIN)
+    return save_checkpoint(out_dir, model, tokenizer, EOS_TOKEN)

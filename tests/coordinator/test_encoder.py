@@ -16,11 +16,11 @@ from evaluator.rules import OFFICIAL
 
 def test_tiny_rules_are_read_from_the_checkpoint(tiny_rules, tiny_path):
     assert tiny_rules.encoder_id == str(tiny_path)
-    assert (tiny_rules.hidden_size, tiny_rules.num_layers) == (64, 4)
+    assert (tiny_rules.hidden_size, tiny_rules.num_layers) == (128, 4)
     assert tiny_rules.svf_layer == 2
-    # q 64, k 32, v 32, o 64, gate 64, up 64, down 64: min(out, in) per matrix
-    assert tiny_rules.svf_scale_count == 384
-    assert tiny_rules.head_shape == (6, 64)
+    # q 128, k 64, v 64, o 128, gate 128, up 128, down 128: min(out, in) per matrix
+    assert tiny_rules.svf_scale_count == 768
+    assert tiny_rules.head_shape == (6, 128)
     assert tiny_rules.win_margin == OFFICIAL.win_margin
 
 
@@ -42,10 +42,10 @@ def test_make_tiny_is_deterministic_for_a_seed(tmp_path, tiny_path):
 
 @pytest.mark.parametrize(("change", "message"), [
     # the rules expect another shape than the checkpoint has
-    ({"hidden_size": 1024}, "hidden size 64"),
+    ({"hidden_size": 1024}, "hidden size 128"),
     ({"num_layers": 28}, "4 layers"),
     # the SVF count or layer do not fit the checkpoint
-    ({"svf_scale_count": 7168}, "384 singular values"),
+    ({"svf_scale_count": 7168}, "768 singular values"),
     ({"svf_layer": 3}, "before the last layer"),
 ])
 def test_a_checkpoint_that_breaks_the_rules_is_refused(tiny_path, tiny_rules, change, message):
@@ -85,7 +85,7 @@ def test_long_transcripts_are_cut_from_the_left_keeping_the_suffix(encoder):
     ids = short.head_ids(["start " + "filler words " * 40 + "the very end"])[0]
     assert len(ids) == 24
     assert short.tokenizer.decode(ids[:-1]).endswith("the very end" + OFFICIAL.head_input_suffix)
-    assert short.features(["x " * 100]).shape == (1, 64)
+    assert short.features(["x " * 100]).shape == (1, encoder.hidden_size)
 
 
 def test_features_are_unit_fp32_and_ignore_the_eos_position(encoder, make_transcripts):

@@ -53,7 +53,7 @@ def test_sampling_is_reproducible_with_a_seed(encoder, make_transcripts, make_th
     assert {d.role for d in first} == set(ROLES)
 
 
-@pytest.mark.parametrize("delta", [-1, 1, -384])
+@pytest.mark.parametrize("delta", [-1, 1, -768])
 def test_a_wrong_sized_theta_is_refused(encoder, tiny_rules, delta):
     theta = np.zeros(tiny_rules.n_params + delta, dtype=np.float32)
     with pytest.raises(SubmissionError, match=str(tiny_rules.n_params)):

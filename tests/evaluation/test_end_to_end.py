@@ -22,6 +22,9 @@ pytestmark = pytest.mark.slow
 
 PASSWORD = "end-to-end"
 SIZES = {"eval_size": 6, "audit_size": 4, "live_size": 2}
+# on six eval and four audit questions any head's overfit gap is a coin toss; the gate has its
+# own tables (test_scoring, test_evaluate_cli), here it only must not stop the first crown
+LENIENT = {"overfit_reject_gap": 1.0}
 CATEGORIES = ("algebra", "geometry")
 
 
@@ -65,9 +68,10 @@ def world(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("e2e")
     encoder = make_tiny(tmp / "encoder")
-    rules = dataclasses.replace(competition_for_encoder(encoder), **SIZES)
+    rules = dataclasses.replace(competition_for_encoder(encoder), **SIZES, **LENIENT)
     overrides = {k: getattr(rules, k) for k in ("encoder_id", "hidden_size", "num_layers",
-                                                "svf_layer", "svf_scale_count", *SIZES)}
+                                                "svf_layer", "svf_scale_count", *SIZES,
+                                                *LENIENT)}
     (tmp / "competition.json").write_text(json.dumps(overrides))
     entries, sets = corpus_and_sets(rules)
     for bench, splits in sets.items():
