@@ -111,6 +111,7 @@ class Competition:
     train_generations: int = 300
     train_minibatch: int = 96  # items per generation, split evenly across the benchmarks
     train_scales_step: float = 1.0  # SVF scales' initial step as a multiple of train_sigma0
+    train_shrink: float = 0.5  # weight of the category's rate in each answer's correctness
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property

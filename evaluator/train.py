@@ -1,9 +1,11 @@
 """Train one routing head with separable CMA-ES, and pack a run into a submission folder.
 
 Fitness is the expected cached accuracy Σ_m p(m|q)·correct(q,m) over a minibatch shared
-by every candidate of a generation (common random numbers). Resuming replays the recorded
-fitness values through a fresh optimiser with the same seed, which rebuilds its state
-exactly without pickling it.
+by every candidate of a generation (common random numbers). correct(q,m) is the cached
+answer's grade pulled toward the model's rate on the question's category (`shrink`), so the
+head is rewarded for who is good at what rather than for which answers happened to land.
+Resuming replays the recorded fitness values through a fresh optimiser with the same seed,
+which rebuilds its state exactly without pickling it.
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ class TrainConfig:
     sigma0: float
     minibatch: int
     seed: int = 0
-    scales_step: float = 1.0  # the SVF scales' initial step, as a multiple of sigma0
+    scales_step: float = OFFICIAL.train_scales_step
+    shrink: float = OFFICIAL.train_shrink
     encoder: str = ""
     data: str = ""
     live: bool = False
@@ -86,6 +89,21 @@ class TrainingSet:
     benchmark_of: np.ndarray
     correct: np.ndarray = field(repr=False)
     benchmarks: tuple[str, ...]
+
+    def targets(self, shrink: float) -> np.ndarray:
+        """Correctness pulled toward each (benchmark, category)'s mean: (1 − s)·c + s·mean.
+
+        One cached answer is a single draw of the model's skill on such a question; the
+        category's rate on the train rows is the better guess for the next question like it.
+        Rows without a category share their benchmark's rate.
+        """
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, row in enumerate(self.rows):
+            groups.setdefault((row.item.benchmark, row.item.category), []).append(i)
+        means = np.empty_like(self.correct, dtype=np.float64)
+        for rows in groups.values():
+            means[rows] = self.correct[rows].mean(axis=0)
+        return (1 - shrink) * self.correct + shrink * means
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256()
@@ -154,9 +172,10 @@ def minibatch(data: TrainingSet, generation: int, seed: int, size: int) -> np.nd
     return np.sort(np.concatenate(parts))
 
 
-def evaluate_population(thetas: Sequence[np.ndarray], index: np.ndarray, data: TrainingSet,
+def evaluate_population(thetas: Sequence[np.ndarray], index: np.ndarray, targets: np.ndarray,
                         featurizer: Featurizer, rules: Competition) -> np.ndarray:
-    correct = data.correct[index]
+    """Each θ's expected accuracy on items[index], against `targets` (TrainingSet.targets)."""
+    correct = targets[index]
     values = []
     for theta in thetas:
         head, scales = tensors_from_theta(np.asarray(theta, dtype=np.float32), rules)
@@ -283,13 +302,14 @@ def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
         told = ckpt["told"]
         history = _read_json(run_dir / HISTORY_FILE, "nothing to resume")["generations"]
     start = time.monotonic() - (history[-1]["seconds"] if history else 0.0)
+    targets = data.targets(config.shrink)
     for generation in range(len(told), config.generations):
         index = minibatch(data, generation, config.seed, config.minibatch)
         extra: dict[str, float] = {}
 
         def fitness(thetas: list, ix: np.ndarray = index, g: int = generation,
                     extra: dict = extra) -> np.ndarray:
-            cached = evaluate_population(thetas, ix, data, featurizer, rules)
+            cached = evaluate_population(thetas, ix, targets, featurizer, rules)
             if not config.live:
                 return cached
             played = live(thetas, g)
@@ -328,7 +348,7 @@ def summarize(run_dir: Path, config: TrainConfig, data: TrainingSet, featurizer:
             "benchmarks": list(data.benchmarks), "pool": list(rules.pool_names),
             "n_params": rules.n_params, "encoder": config.encoder, "data": config.data,
             "live": config.live, "minibatch": config.minibatch,
-            "scales_step": config.scales_step,
+            "scales_step": config.scales_step, "shrink": config.shrink,
             "optimizer": {"name": OPTIMIZER_NAME, "popsize": config.popsize,
                           "sigma0": config.sigma0, "generations": len(history),
                           "seed": config.seed},
@@ -364,6 +384,8 @@ def render_readme(login: str, generation: int, summary: dict[str, Any],
              f"on {', '.join(summary['benchmarks'])}; minibatch {summary['minibatch']}, "
              f"{summary['seconds']:.0f} s, data cost ${cost_usd:.4f}.", "",
              "## Fitness (expected cached accuracy on the training minibatch)", "",
+             f"Each cached answer's grade is blended with its model's rate on the question's "
+             f"category at weight {summary.get('shrink', 0.0)}.", "",
              f"    best {sparkline([h['best'] for h in history])}",
              f"    mean {sparkline([h['mean'] for h in history])}", "",
              "| generation | mean | max | best |", "|---:|---:|---:|---:|"]

@@ -39,6 +39,7 @@ class BenchOptions:
     sigma0: float | None = None
     minibatch: int | None = None
     scales_step: float | None = None
+    shrink: float | None = None
     limit: int | None = None  # train and eval items per benchmark, for a quick look
 
 
@@ -109,19 +110,17 @@ def config_for(options: BenchOptions, data: train.TrainingSet, encoder: str,
         popsize=pick(options.popsize, rules.train_popsize),
         sigma0=pick(options.sigma0, rules.train_sigma0),
         minibatch=pick(options.minibatch, rules.train_minibatch),
-        scales_step=pick(options.scales_step, rules.train_scales_step))
+        scales_step=pick(options.scales_step, rules.train_scales_step),
+        shrink=pick(options.shrink, rules.train_shrink))
 
 
 def run_bench(options: BenchOptions = BenchOptions(), base: Competition = OFFICIAL,
               on_generation: Callable[[dict], None] | None = None) -> dict[str, Any]:
     """Build, answer, train and score; returns the report (JSON-ready)."""
-    import torch
-
     from evaluator.answers import pool_client_factory
     from evaluator.coordinator import competition_for_encoder, load_encoder, make_tiny
     from evaluator.pool.simulator import bundled_simulator, serve_simulator
 
-    torch.set_num_threads(1)  # the tiny encoder's matrices are too small to share between cores
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tinyrouter-bench-") as tmp:
         work = Path(tmp)

@@ -172,10 +172,11 @@ def test_readme_shows_the_fitness_curve():
                 "best": 0.5 + g / 100, "seconds": g} for g in range(25)]
     summary = {"optimizer": {"name": "sep-cma-es", "popsize": 32, "sigma0": 0.1,
                              "generations": 25, "seed": 0},
-               "benchmarks": list(BENCHES), "minibatch": 96, "seconds": 25.0,
+               "benchmarks": list(BENCHES), "minibatch": 96, "seconds": 25.0, "shrink": 0.5,
                "train": {"mmlu": {"items": 10, "expected_acc": 0.5, "argmax_acc": 0.6}}}
     readme = train.render_readme("alice", 4, summary, history, 1.5)
     assert readme.startswith("# alice — generation 4")
+    assert "category at weight 0.5" in readme
     assert "▁" in readme and "█" in readme
     curve = train.sparkline([h["best"] for h in history * 10])
     assert len(curve) == train.SPARK_WIDTH

@@ -9,7 +9,7 @@ from evaluator.cli import main
 from evaluator.errors import TrainingError
 from evaluator.rules import OFFICIAL
 from evaluator.session import coordinator_transcript
-from evaluator.submission import read_weights
+from evaluator.submission import read_weights, theta_from_tensors
 from evaluator.types import AnsweredItem, Item, ModelAnswer
 
 TINY = dataclasses.replace(OFFICIAL, hidden_size=8, svf_scale_count=7 * 8)
@@ -82,6 +82,58 @@ def test_fitness_on_a_fixture(model_rows, expected, argmax):
     head = np.vstack([np.array(model_rows, dtype=float), np.zeros((3, 2))])
     assert train.expected_accuracy(head, FEATS, CORRECT) == pytest.approx(expected)
     assert train.argmax_accuracy(head, FEATS, CORRECT) == pytest.approx(argmax)
+
+
+def category_set(outcomes):
+    """A TrainingSet from rows of (benchmark, category, who is right)."""
+    rows = [AnsweredItem(Item(b, f"q{i}", "?", "1", category=c),
+                         {m: ModelAnswer("…", bool(right[j])) for j, m in enumerate(TINY.pool_names)})
+            for i, (b, c, right) in enumerate(outcomes)]
+    correct = np.array([r.correct_vector(TINY.pool_names) for r in rows])
+    owner = np.array([BENCHES.index(b) for b, _, _ in outcomes])
+    return train.TrainingSet(rows, owner, correct, BENCHES)
+
+
+def test_targets_pull_each_answer_toward_its_category_rate():
+    data = category_set([
+        # Algebra: model 0 is right on three of four, model 1 on one
+        ("math500", "Algebra", (1, 0, 0)), ("math500", "Algebra", (1, 0, 0)),
+        ("math500", "Algebra", (1, 1, 0)), ("math500", "Algebra", (0, 0, 0)),
+        # the same category name in another benchmark is another group
+        ("mmlu", "Algebra", (0, 0, 1)),
+        # rows without a category share their benchmark's rate
+        ("mmlu", "", (0, 1, 0)), ("mmlu", "", (0, 0, 0)),
+    ])
+    assert np.array_equal(data.targets(0.0), data.correct)
+    half = data.targets(0.5)
+    assert half[3].tolist() == [0.375, 0.125, 0.0]  # (0 + 3/4)/2, (0 + 1/4)/2, 0
+    assert half[0].tolist() == [0.875, 0.125, 0.0]
+    assert half[4].tolist() == [0.0, 0.0, 1.0]
+    assert data.targets(1.0)[5].tolist() == [0.0, 0.5, 0.0]
+
+
+def test_shrinking_rewards_routing_by_category_over_memorising_answers():
+    # model 0 is the Algebra specialist, model 1 the Geometry one, but single answers vary
+    outcomes = [("math500", "Algebra", (1, 0, 0))] * 3 + [("math500", "Algebra", (0, 1, 0))] \
+        + [("math500", "Geometry", (0, 1, 0))] * 3 + [("math500", "Geometry", (1, 0, 0))]
+    data = category_set(outcomes)
+    by_category = np.zeros(TINY.head_shape)  # one feature per item (hidden size 8)
+    by_category[0, :4] = by_category[1, 4:] = 1e3
+    memorised = np.zeros(TINY.head_shape)
+    for i, (_, _, right) in enumerate(outcomes):
+        memorised[right.index(1), i] = 1e3
+    scales = np.ones(TINY.svf_scale_count, np.float32)
+    thetas = [theta_from_tensors(h.astype(np.float32), scales) for h in (by_category, memorised)]
+
+    class OneHot:
+        def features(self, index, scales):
+            return np.eye(TINY.hidden_size)[index]
+
+    index = np.arange(8)
+    raw = train.evaluate_population(thetas, index, data.targets(0.0), OneHot(), TINY)
+    shrunk = train.evaluate_population(thetas, index, data.targets(1.0), OneHot(), TINY)
+    assert raw[1] > raw[0]  # on the answers alone, memorising wins
+    assert shrunk[0] > shrunk[1]  # on the categories' rates, routing by category wins
 
 
 def test_minibatch_is_shared_mixed_and_seeded(problem):
@@ -242,6 +294,10 @@ def test_train_command_runs_and_resumes(tmp_path, monkeypatch, capsys):
     assert "tinyrouter pack --run-dir" in capsys.readouterr().out
     assert main([*argv, "--generations", "3"]) == 1
     assert "--resume" in capsys.readouterr().err
+    assert main([*argv, "--generations", "3", "--resume", "--shrink", "0"]) == 1
+    assert "other settings" in capsys.readouterr().err
+    assert main([*argv, "--run-name", "r2", "--shrink", "1.5"]) == 1
+    assert "between 0 and 1" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")

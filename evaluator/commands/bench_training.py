@@ -19,7 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sigma0", type=float, help="default: the rules'")
     p.add_argument("--minibatch", type=int, help="default: the rules'")
     p.add_argument("--scales-step", type=float, help="default: the rules'")
+    p.add_argument("--shrink", type=float, help="default: the rules' (0 scores each answer alone)")
     p.add_argument("--limit", type=int, help="train and eval items per benchmark (default all)")
+    p.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     p.add_argument("--json", metavar="OUT", help="also write the report to this JSON file")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -32,13 +34,20 @@ def run(args: argparse.Namespace) -> int:
     from evaluator.files import write_json
     from evaluator.train_bench import BenchOptions, meets_target, run_bench
 
-    for name in ("generations", "popsize", "minibatch", "limit", "sigma0", "scales_step"):
+    for name in ("generations", "popsize", "minibatch", "limit", "sigma0", "scales_step",
+                 "threads"):
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise TrainingError(f"--{name.replace('_', '-')} must be positive")
+    if args.shrink is not None and not 0 <= args.shrink <= 1:
+        raise TrainingError(f"--shrink {args.shrink} must lie between 0 and 1")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     options = BenchOptions(generations=args.generations, seed=args.seed, popsize=args.popsize,
                            sigma0=args.sigma0, minibatch=args.minibatch,
-                           scales_step=args.scales_step, limit=args.limit)
+                           scales_step=args.scales_step, shrink=args.shrink, limit=args.limit)
     bar = tqdm(desc="training", unit="gen", disable=args.no_progress)
 
     def progress(entry: dict) -> None:

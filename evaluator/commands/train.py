@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "population and split evenly across benchmarks (default: the rules')")
     p.add_argument("--scales-step", type=float, help="the SVF scales' initial step as a "
                    "multiple of σ0 (default: the rules')")
+    p.add_argument("--shrink", type=float, help="weight, 0 to 1, of the model's rate on the "
+                   "question's category in each answer's correctness; 0 scores each cached answer "
+                   "alone (default: the rules')")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--live", action="store_true",
                    help="add multi-turn fitness through the pool (ledgered, costs money)")
@@ -53,12 +56,15 @@ def config_from(args: argparse.Namespace) -> train.TrainConfig:
         minibatch=args.minibatch or rules.train_minibatch,
         seed=args.seed, encoder=args.encoder or rules.encoder_id,
         scales_step=args.scales_step or rules.train_scales_step,
+        shrink=rules.train_shrink if args.shrink is None else args.shrink,
         data=str(args.data), live=args.live, live_items=args.live_items if args.live else 0)
     if (config.generations < 1 or config.popsize < 2 or config.minibatch < 1
             or config.sigma0 <= 0 or config.scales_step <= 0
             or (args.live and args.live_items < 1)):
         raise TrainingError("--generations, --popsize (≥ 2), --minibatch, --sigma0, "
                             "--scales-step and --live-items must be positive")
+    if not 0 <= config.shrink <= 1:
+        raise TrainingError(f"--shrink {config.shrink} must lie between 0 and 1")
     return config
 
 
