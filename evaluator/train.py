@@ -108,7 +108,7 @@ class TrainingSet:
     def fingerprint(self) -> str:
         digest = hashlib.sha256()
         for row in self.rows:
-            digest.update(f"{row.item.benchmark}/{row.item.id}\n".encode())
+            digest.update(f"{row.item.benchmark}/{row.item.id}/{row.item.category}\n".encode())
         digest.update(np.ascontiguousarray(self.correct).tobytes())
         return digest.hexdigest()
 

@@ -244,6 +244,17 @@ def test_damaged_checkpoint_is_a_clear_error(problem, tmp_path, damage, message)
         train.run_training(tmp_path / "run", config(4), data, feats, TINY, resume=True)
 
 
+def test_resume_on_recategorised_data_is_refused(problem, tmp_path):
+    # the categories decide the shrunk grades, so they are part of the data's identity
+    data, feats = problem
+    train.run_training(tmp_path / "run", config(2), data, feats, TINY)
+    rows = [dataclasses.replace(r, item=dataclasses.replace(r.item, category="Algebra"))
+            for r in data.rows]
+    relabelled = dataclasses.replace(data, rows=rows)
+    with pytest.raises(TrainingError, match="other data"):
+        train.run_training(tmp_path / "run", config(4), relabelled, feats, TINY, resume=True)
+
+
 def test_resume_without_a_checkpoint_is_a_clear_error(problem, tmp_path):
     data, feats = problem
     with pytest.raises(TrainingError, match="nothing to resume"):
