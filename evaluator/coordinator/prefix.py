@@ -75,6 +75,8 @@ class Chunk:
     layout: Layout
     tensors: dict[str, torch.Tensor] | None = None
     spill: Path | None = None
+    # the last subset read from a held chunk: a generation's candidates all read the same one
+    subset: tuple[tuple[int, ...], dict[str, torch.Tensor], Layout] | None = None
 
 
 @dataclass
@@ -161,10 +163,23 @@ def features(cache: PrefixCache, scales: np.ndarray | None,
             local = [k for k, seq in enumerate(chunk.seqs) if seq in where]
             if not local:
                 continue
-            tensors, layout = _select(enc, _load(cache, chunk), chunk.layout, local)
+            tensors, layout = _subset(cache, chunk, local)
             rows = torch.tensor([where[chunk.seqs[k]] for k in local])
             out[rows] = tail(enc, tensors, layout).float().cpu()
     return F.normalize(out, dim=-1)
+
+
+def _subset(cache: PrefixCache, chunk: Chunk,
+            local: list[int]) -> tuple[dict[str, torch.Tensor], Layout]:
+    """A chunk's tensors and layout for some of its sequences, the last subset of a held chunk
+    kept for the next call (spilled or recomputed chunks keep nothing, to stay in budget)."""
+    key = tuple(local)
+    if chunk.subset is not None and chunk.subset[0] == key:
+        return chunk.subset[1], chunk.subset[2]
+    tensors, layout = _select(cache.encoder, _load(cache, chunk), chunk.layout, local)
+    if chunk.tensors is not None and len(local) < len(chunk.seqs):
+        chunk.subset = (key, tensors, layout)
+    return tensors, layout
 
 
 def _select(enc: Encoder, tensors: dict[str, torch.Tensor], layout: Layout,

@@ -62,6 +62,18 @@ def test_a_subset_in_any_order_matches_the_whole(encoder, cache, make_theta):
     assert torch.allclose(features(cache, scales, index), whole[index], atol=1e-6)
 
 
+def test_a_subset_read_for_many_thetas_gives_each_its_own_features(encoder, texts, cache,
+                                                                   make_theta):
+    # a generation's candidates read one minibatch; what is kept between them must not leak
+    rng = np.random.default_rng(6)
+    n = encoder.rules.n_head_params
+    first, second = np.array([5, 17, 40, 41, 90, 200]), np.array([1, 5, 77, 150])
+    for index in (first, first, second, first):
+        scales = make_theta(encoder.rules, rng, 1.0, 0.8)[n:]
+        whole = features(cache, scales)
+        assert torch.allclose(features(cache, scales, index), whole[index], atol=1e-6)
+
+
 @pytest.mark.parametrize("spill", [False, True])
 def test_over_budget_chunks_are_spilled_or_recomputed(encoder, texts, cache, tmp_path, spill):
     small = encoder.prefix(texts[:60], budget_bytes=200_000, chunk_tokens=300,
