@@ -108,7 +108,7 @@ class Competition:
     bootstrap_resamples: int = 2000
     # miner tool defaults (SPEC §12): not rules, but documented from here too
     train_sigma0: float = 0.1
-    train_generations: int = 300
+    train_generations: int = 250
     train_minibatch: int = 96  # items per generation, split evenly across the benchmarks
     train_scales_step: float = 1.0  # SVF scales' initial step as a multiple of train_sigma0
     train_shrink: float = 0.5  # weight of the category's rate in each answer's correctness
