@@ -109,7 +109,7 @@ class Competition:
     # miner tool defaults (SPEC §12): not rules, but documented from here too
     train_sigma0: float = 0.1
     train_generations: int = 250
-    train_minibatch: int = 96  # items per generation, split evenly across the benchmarks
+    train_minibatch: int = 72  # items per generation, split evenly across the benchmarks
     train_scales_step: float = 1.0  # SVF scales' initial step as a multiple of train_sigma0
     train_shrink: float = 0.5  # weight of the category's rate in each answer's correctness
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
