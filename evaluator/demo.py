@@ -124,10 +124,7 @@ def build_encoder(ws: Workspace) -> None:
     from evaluator.coordinator.encoder import encoder_overrides
 
     tinyrouter(ws, "encoder", "make-tiny", ws.encoder, "--seed", 0)
-    overrides = encoder_overrides(ws.encoder)
-    if ws.fast:
-        overrides |= {"eval_size": 90, "audit_size": 30, "live_size": 8}
-    write_json(ws.competition, overrides)
+    write_json(ws.competition, encoder_overrides(ws.encoder))
     ws.rules = Competition.load(ws.competition)
 
 

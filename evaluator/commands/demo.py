@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from evaluator.demo import DEMO_PASSWORD, MINERS, Workspace, run_demo
+from evaluator.leaderboard import State
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workdir", type=Path, default=Path("demo"),
                    help="fresh workspace (default ./demo; an earlier demo there is replaced)")
     p.add_argument("--fast", action="store_true",
-                   help="fewer training generations and smaller hidden splits (CI)")
+                   help="fewer training generations (CI)")
     p.set_defaults(func=run)
 
 
@@ -41,7 +42,7 @@ def _fmt(value: object) -> str:
 
 def summary(ws: Workspace, seconds: float) -> str:
     manifest = json.loads((ws.repo / "leaderboard" / "manifest.json").read_text(encoding="utf-8"))
-    king = json.loads((ws.repo / "leaderboard" / "king.json").read_text(encoding="utf-8"))["king"]
+    king = State(ws.repo).king()
     lines = ["", "=" * 78, "Results (public records, as the leaderboard shows them)", ""]
     lines.append(f"{'miner':<8} {'outcome':<9} {'composite':>9} {'king before':>11} {'delta':>8}")
     for miner in MINERS:
@@ -74,7 +75,10 @@ def footer(ws: Workspace, seconds: float) -> list[str]:
 
 
 def why(ws: Workspace) -> str:
-    second = ws.results[MINERS[1].login]
+    first, second = (ws.results[m.login] for m in MINERS)
+    if first["outcome"] != "king":
+        return (f"{MINERS[0].login} was rejected: {first.get('reason')}; {MINERS[1].login} "
+                f"was crowned, the first to pass every check.")
     if second["outcome"] == "king":
         return (f"{MINERS[1].login} beat the king by {second['delta']:+.4f}, at least the "
                 f"margin of {ws.rules.win_margin}.")
@@ -83,4 +87,3 @@ def why(ws: Workspace) -> str:
                 f"{second['delta']:+.4f} is short of the margin of {ws.rules.win_margin}.")
     return (f"{MINERS[0].login} was crowned first; {MINERS[1].login} was rejected: "
             f"{second.get('reason')}.")
-
