@@ -115,6 +115,12 @@ class TrainingSet:
 
 # ---------------------------------------------------------------- data
 
+def check_shrink(shrink: float) -> None:
+    """`shrink` weighs a category's rate against each answer's grade: it must lie in 0..1."""
+    if not 0 <= shrink <= 1:
+        raise TrainingError(f"--shrink {shrink} must lie between 0 and 1")
+
+
 def read_training_rows(path: Path, rules: Competition = OFFICIAL) -> list[AnsweredItem]:
     """The rows `tinyrouter collect` wrote to one benchmark's file, for the rules' pool."""
     if not path.is_file():

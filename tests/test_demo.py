@@ -89,20 +89,15 @@ def test_rerunning_replaces_an_earlier_demo_but_not_other_folders(tmp_path):
     assert (other / "notes.txt").read_text() == "keep me"
 
 
-def _summary_of(tmp_path, alice, bob):
+def test_summary_says_so_when_no_submission_became_king(tmp_path):
     from evaluator.commands.demo import summary
     from evaluator.demo import Workspace
 
     (tmp_path / "repo" / "leaderboard").mkdir(parents=True)
     (tmp_path / "repo" / "leaderboard" / "manifest.json").write_text('{"benchmarks": {}}')
-    ws = Workspace(tmp_path, results={"alice": alice, "bob": bob})
-    return summary(ws, 12.0)
-
-
-def test_summary_says_so_when_no_submission_became_king(tmp_path):
     rejected = {"outcome": "rejected", "composite": None, "king_composite": None, "delta": None,
                 "reason": "gate 5 (overfit): on math500 ..."}
-    text = _summary_of(tmp_path, rejected, rejected)
+    text = summary(Workspace(tmp_path, results={"alice": rejected, "bob": rejected}), 12.0)
     assert "No king: no submission passed every check." in text
     assert "alice    rejected" in text and "Finished in 12 s" in text
 

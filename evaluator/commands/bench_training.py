@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     from evaluator.errors import TrainingError
     from evaluator.files import write_json
+    from evaluator.train import check_shrink
     from evaluator.train_bench import BenchOptions, meets_target, run_bench
 
     for name in ("generations", "popsize", "minibatch", "limit", "sigma0", "scales_step",
@@ -39,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise TrainingError(f"--{name.replace('_', '-')} must be positive")
-    if args.shrink is not None and not 0 <= args.shrink <= 1:
-        raise TrainingError(f"--shrink {args.shrink} must lie between 0 and 1")
+    if args.shrink is not None:
+        check_shrink(args.shrink)
     if args.threads:
         import torch
 

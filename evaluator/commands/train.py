@@ -63,8 +63,7 @@ def config_from(args: argparse.Namespace) -> train.TrainConfig:
             or (args.live and args.live_items < 1)):
         raise TrainingError("--generations, --popsize (≥ 2), --minibatch, --sigma0, "
                             "--scales-step and --live-items must be positive")
-    if not 0 <= config.shrink <= 1:
-        raise TrainingError(f"--shrink {config.shrink} must lie between 0 and 1")
+    train.check_shrink(config.shrink)
     return config
 
 
