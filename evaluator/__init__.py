@@ -17,15 +17,16 @@ _PUBLIC = {
     "Item": "types", "ModelAnswer": "types", "AnsweredItem": "types", "Decision": "types",
     "TinyRouterError": "errors",
     # submission and gates
-    "read_weights": "submission", "write_submission": "submission", "GATES": "gates",
-    "run_gates": "gates",
-    # coordinator, benchmarks, pool
-    "load_encoder": "coordinator", "Policy": "coordinator", "get_benchmark": "benchmarks",
+    "Submission": "submission", "read_weights": "submission", "write_submission": "submission",
+    "GATES": "gates", "run_gates": "gates",
+    # coordinator, benchmarks, pool, the loop
+    "load_encoder": "coordinator", "Router": "coordinator", "get_benchmark": "benchmarks",
     "open_benchmark": "benchmarks.sealing", "OpenRouterClient": "pool.client",
-    "verify_ledger": "pool.ledger", "run_sessions": "session",
+    "verify_ledger": "pool.ledger", "run_sessions": "loop",
     # verdicts and state
-    "evaluate_submission": "evaluate", "apply_result": "leaderboard", "run_training": "train",
-    "oracle_report": "baselines", "build_site": "site", "run_demo": "demo",
+    "evaluate_submission": "evaluate", "Result": "records", "Store": "store",
+    "apply_result": "leaderboard", "run_training": "train", "oracle_report": "baselines",
+    "build_site": "site",
 }
 __all__ = ["__version__", *sorted(_PUBLIC)]
 

@@ -6,7 +6,7 @@ import json
 import logging
 import os
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from evaluator.errors import TinyRouterError
@@ -20,11 +20,11 @@ def parse_time(text: str) -> datetime:
     value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     if value.tzinfo is None:
         raise ValueError(f"{text!r} has no time zone; use UTC with a trailing Z")
-    return value.astimezone(timezone.utc)
+    return value.astimezone(UTC)
 
 
 def format_time(value: datetime) -> str:
-    return value.astimezone(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)

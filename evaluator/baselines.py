@@ -18,13 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from evaluator.errors import TinyRouterError
-from evaluator.rules import OFFICIAL, Competition
+from evaluator.errors import BaselineError
+from evaluator.rules import Competition
 from evaluator.types import AnsweredItem
-
-
-class BaselineError(TinyRouterError):
-    """A correctness matrix or training set cannot be read as one."""
 
 
 @dataclass(frozen=True)
@@ -101,13 +97,29 @@ def matrix_from_answered(items: Sequence[AnsweredItem],
 
 def from_answered(items: Sequence[AnsweredItem], pool_names: Sequence[str]) -> dict[str, Any]:
     """The manifest's baselines for one benchmark split's cached answers."""
-    means = matrix_from_answered(items, pool_names).means()
+    return from_means(matrix_from_answered(items, pool_names).means(), pool_names)
+
+
+def from_means(means: np.ndarray, pool_names: Sequence[str]) -> dict[str, Any]:
+    """Each model alone, the best of them, random routing and the oracle, from an
+    (items, models) matrix of mean correctness."""
     per_model = {m: float(means[:, j].mean()) for j, m in enumerate(pool_names)}
     best = max(pool_names, key=lambda m: per_model[m])
     return {"per_model": per_model,
             "best_single": {"model": best, "accuracy": per_model[best]},
             "random": float(means.mean()),
             "oracle": float(means.max(axis=1).mean())}
+
+
+def gap_closed(accuracy: float | None, best_single: float | None,
+               oracle: float | None) -> float | None:
+    """The share of the best-single-to-oracle headroom a router's accuracy captures.
+
+    None when a number is missing or there is no headroom to capture.
+    """
+    if accuracy is None or best_single is None or oracle is None or oracle <= best_single:
+        return None
+    return (accuracy - best_single) / (oracle - best_single)
 
 
 def crossfit_item(cells: Sequence[Sequence[int]], preference: Sequence[int]) -> float:
@@ -146,8 +158,7 @@ def _point(means: np.ndarray, crossfit: np.ndarray | None) -> dict[str, Any]:
     return out
 
 
-def oracle_report(matrix: CorrectnessMatrix, rules: Competition = OFFICIAL,
-                  seed: int = 0) -> dict[str, Any]:
+def oracle_report(matrix: CorrectnessMatrix, rules: Competition, seed: int = 0) -> dict[str, Any]:
     """Baselines and ceilings of one matrix, each with a bootstrap 95% interval over items."""
     means = matrix.means()
     per_model = {m: float(means[:, j].mean()) for j, m in enumerate(matrix.models)}

@@ -1,4 +1,8 @@
-"""The `tinyrouter` command: discovers the subcommand modules and decides exit codes."""
+"""The `tinyrouter` command: the table of subcommands, their parsers, and exit codes.
+
+Only the chosen subcommand's module is imported (and with it whatever it needs), so
+`tinyrouter --help` and the light commands start without loading torch or MkDocs.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +10,113 @@ import argparse
 import importlib
 import logging
 import os
-import pkgutil
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from evaluator import __version__, commands
-from evaluator.errors import TinyRouterError
+from evaluator import __version__
+from evaluator.errors import MissingExtraError, TinyRouterError, UsageError
 from evaluator.rules import OFFICIAL, Competition
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+MODEL_EXTRA = "pip install 'tinyrouter[model]'"
+MODEL_PACKAGES = ("torch", "transformers", "tokenizers", "cma")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tinyrouter", description="TinyRouter: the open benchmark for LLM routing.")
+@dataclass(frozen=True)
+class Command:
+    module: str  # evaluator.commands.<module> defines PARSERS[name](parser)
+    summary: str
+
+
+COMMANDS = {
+    "baseline": Command("baseline", "what a head has to beat: single-model, random and oracle "
+                                    "accuracy"),
+    "bench": Command("bench", "performance benchmarks of the coordinator (not tests)"),
+    "bench-sandbox": Command("bench_sandbox", "time the code sandbox per program (a benchmark, "
+                                              "not a test)"),
+    "bench-training": Command("bench_training", "train on the demo corpus and score its "
+                                                "held-out split (a benchmark, not a test)"),
+    "collect": Command("collect", "collect training data: every pool model's graded answers "
+                                  "to the public train items"),
+    "demo": Command("demo", "run the whole competition offline on this machine"),
+    "encoder": Command("encoder", "encoder checkpoints (a tiny Qwen3 for tests and the demo)"),
+    "evaluate": Command("evaluate", "score a submission against the king on the hidden "
+                                    "benchmark (maintainer, GPU)"),
+    "gates": Command("gates", "run gates 0–4 on a pull request's submission (the PR bot)"),
+    "gh": Command("gh", "GitHub steps of the workflows: PR data, comments, merges, pushes"),
+    "grade": Command("grade", "grade a response, or a batch of cases, as the evaluator does"),
+    "leaderboard": Command("leaderboard", "validate and update the leaderboard/ state"),
+    "ledger": Command("ledger", "inspect cost ledgers"),
+    "pack": Command("pack", "write a training run's head as your next submission folder"),
+    "pool": Command("pool", "the LLM pool: serve the loopback simulator"),
+    "preflight": Command("gates", "run gates 0–4 locally, exactly as the PR bot does"),
+    "reveal": Command("seal", "publish a retired split: its items and commitment salt "
+                              "(maintainer)"),
+    "seal": Command("seal", "draw, answer and seal the hidden benchmark splits (maintainer)"),
+    "site": Command("site", "build the leaderboard site"),
+    "train": Command("train", "train a routing head with separable CMA-ES"),
+    "verify-benchmark": Command("seal", "decrypt the sealed benchmark and check it against "
+                                        "the manifest"),
+}
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, except where there is none to show."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False, argparse.SUPPRESS) or "%(default)" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """Every parser of the CLI, nested verbs included: defaults shown, help as description."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def add_subparsers(self, **kwargs: object) -> argparse._SubParsersAction:
+        kwargs.setdefault("parser_class", Parser)
+        group = super().add_subparsers(**kwargs)
+        add = group.add_parser
+
+        def add_parser(name: str, **options: object) -> argparse.ArgumentParser:
+            if "help" in options:
+                options.setdefault("description", options["help"])
+            return add(name, **options)
+
+        group.add_parser = add_parser  # type: ignore[method-assign]
+        return group
+
+
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line (the first word that is one)."""
+    return next((word for word in argv if word in COMMANDS), None)
+
+
+def _missing_extra(exc: ModuleNotFoundError, command: str | None) -> MissingExtraError | None:
+    """The actionable error for a model-extra package that is not installed, else None."""
+    if not exc.name or exc.name.split(".")[0] not in MODEL_PACKAGES:
+        return None
+    return MissingExtraError(f"`tinyrouter {command}` needs {exc.name.split('.')[0]}, from the "
+                             f"model extra: {MODEL_EXTRA}")
+
+
+def _load(name: str):
+    try:
+        return importlib.import_module(f"evaluator.commands.{COMMANDS[name].module}")
+    except ModuleNotFoundError as exc:
+        missing = _missing_extra(exc, name)
+        if missing is None:
+            raise
+        raise missing from exc
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser, with full options for the chosen subcommand and a summary for the others."""
+    parser = Parser(prog="tinyrouter", description="TinyRouter: the open benchmark for LLM routing.")
     parser.add_argument("--version", action="version", version=f"tinyrouter {__version__}")
     parser.add_argument("--competition", metavar="FILE",
                         default=os.environ.get("TINYROUTER_COMPETITION"),
@@ -27,18 +124,31 @@ def build_parser() -> argparse.ArgumentParser:
                              "default: the official competition")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        importlib.import_module(f"{commands.__name__}.{info.name}").register(sub)
+    chosen = _chosen(argv)
+    for name, command in COMMANDS.items():
+        child = sub.add_parser(name, help=command.summary)
+        if name == chosen:
+            _load(name).PARSERS[name](child)
     return parser
 
 
 def competition_from(args: argparse.Namespace) -> Competition:
     """The rules a command runs under: official unless --competition names overrides."""
-    return Competition.load(args.competition) if args.competition else OFFICIAL
+    if not args.competition:
+        return OFFICIAL
+    try:
+        return Competition.load(args.competition)
+    except (OSError, ValueError, TypeError) as exc:
+        raise UsageError(f"--competition {args.competition}: {exc}") from exc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser(argv)
+    except MissingExtraError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(message)s", stream=sys.stderr)
@@ -48,14 +158,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args.rules = competition_from(args)
         return int(args.func(args) or EXIT_OK)
+    except UsageError as exc:
+        print(f"usage error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except TinyRouterError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    except ValueError as exc:
-        if args.competition:
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        raise
+    except ModuleNotFoundError as exc:
+        missing = _missing_extra(exc, args.command)
+        if missing is None:
+            raise
+        print(f"error: {missing}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -1,8 +1,20 @@
-"""The exceptions callers catch by meaning. The CLI turns any of them into one line and exit 1."""
+"""The exceptions callers catch by meaning.
+
+The CLI turns a `UsageError` into one line and exit 2, any other `TinyRouterError` into one
+line and exit 1; library code raises them and never prints.
+"""
 
 
 class TinyRouterError(Exception):
     """Base class: the message says what went wrong and what to do about it."""
+
+
+class UsageError(TinyRouterError):
+    """The command line asks for something impossible (a bad flag value, a missing option)."""
+
+
+class MissingExtraError(TinyRouterError):
+    """A command needs a dependency of an optional extra that is not installed."""
 
 
 class SubmissionError(TinyRouterError):
@@ -15,6 +27,10 @@ class EncoderError(TinyRouterError):
 
 class BenchmarkError(TinyRouterError):
     """A benchmark file is missing, tampered with, or breaks the rules."""
+
+
+class CorpusError(BenchmarkError):
+    """A demo corpus file or the persona skills are malformed."""
 
 
 class PoolError(TinyRouterError):
@@ -31,6 +47,14 @@ class LeaderboardError(TinyRouterError):
 
 class TrainingError(TinyRouterError):
     """A training run, checkpoint or training data set cannot be used."""
+
+
+class BaselineError(TinyRouterError):
+    """A correctness matrix or training set cannot be read as one."""
+
+
+class SiteBuildError(TinyRouterError):
+    """The site could not be built (a broken page, link or leaderboard file)."""
 
 
 class GitHubError(TinyRouterError):

@@ -1,17 +1,27 @@
-"""The one way the product writes JSON: deterministic text, replaced atomically."""
+"""The one way the product writes JSON and timestamps: deterministic text, replaced atomically."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+# A UTC time as every state file writes it: 2026-11-28T10:00:00Z (fractions of a second allowed).
+UTC_TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z", re.ASCII)
 
 
 def dumps(obj: Any) -> str:
     """Sorted keys, two-space indent, final newline: diffs of state files read well."""
     return json.dumps(obj, indent=2, sort_keys=True) + "\n"
+
+
+def canonical_json(obj: Any) -> str:
+    """Compact, sorted, UTF-8 JSON: the text that hashes and commitments are taken over."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def write_atomic(path: str | Path, text: str) -> None:
@@ -30,3 +40,78 @@ def write_atomic(path: str | Path, text: str) -> None:
 
 def write_json(path: str | Path, data: Any) -> None:
     write_atomic(path, dumps(data))
+
+
+def append_line(path: str | Path, line: str) -> None:
+    """Append one line with a single write and an fsync, so a crash loses at most that line."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(line if line.endswith("\n") else line + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+# ---------------------------------------------------------------- timestamps
+
+def parse_time(text: str) -> datetime:
+    """A UTC ISO 8601 time (`Z` or an offset) as an aware datetime; ValueError otherwise."""
+    if not isinstance(text, str):
+        raise ValueError(f"{text!r} is not a time")
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        raise ValueError(f"{text!r} has no time zone; use UTC with a trailing Z")
+    return value.astimezone(UTC)
+
+
+def try_parse_time(value: Any) -> datetime | None:
+    """`parse_time`, or None for anything unreadable (display code shows a dash instead)."""
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
+
+
+def is_utc_time(value: Any) -> bool:
+    """Exactly the form the state files write: a valid date and time ending in Z."""
+    return (isinstance(value, str) and UTC_TIME_RE.fullmatch(value) is not None
+            and try_parse_time(value) is not None)
+
+
+def format_time(value: datetime, micro: bool = False) -> str:
+    """UTC with a trailing Z, to the second (or the microsecond, for ledger entries)."""
+    value = value.astimezone(UTC)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if micro else \
+        value.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+# ---------------------------------------------------------------- untrusted JSON
+
+def loads_strict(raw: bytes | str, what: str) -> Any:
+    """JSON from a stranger: UTF-8, no repeated keys, no NaN/Infinity, bounded nesting.
+
+    Raises ValueError with a message naming `what`, for the caller to re-raise as its own error.
+    """
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in pairs]
+        dupes = sorted({k for k in keys if keys.count(k) > 1})
+        if dupes:
+            raise ValueError(f"{what} repeats the key(s) {', '.join(map(repr, dupes))}")
+        return dict(pairs)
+
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{what} contains {name}, which is not valid JSON")
+
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        return json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constant)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{what} is not UTF-8 text") from exc
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what} is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    except RecursionError as exc:
+        raise ValueError(f"{what} is nested too deeply") from exc

@@ -9,27 +9,26 @@ from __future__ import annotations
 
 import logging
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from functools import cached_property
+from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from evaluator.attempts import Attempt, format_time, read_attempts
 from evaluator.errors import SubmissionError
+from evaluator.files import format_time, utc_now
+from evaluator.records import Attempt
 from evaluator.rules import (
-    GENERATION_PATTERN,
-    NAME_PATTERN,
-    OFFICIAL,
-    RECEIPT_FILE,
     REQUIRED_FILES,
     SUBMISSION_FILES,
     WEIGHTS_FILE,
     Competition,
+    is_generation,
+    is_name,
 )
-from evaluator.submission import Receipt, load_receipt, read_weights, sha256_file
+from evaluator.store import SUBMISSIONS_DIR, Store
+from evaluator.submission import Submission, read_weights, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -59,47 +58,14 @@ def parse_changes(text: str) -> list[Change]:
     return changes
 
 
-@dataclass
-class Submission:
-    """A submission folder as untrusted data; parts are parsed on first use."""
-
-    repo: Path
-    relpath: str
-    rules: Competition = OFFICIAL
-
-    @property
-    def parts(self) -> tuple[str, ...]:
-        return PurePosixPath(self.relpath).parts
-
-    @property
-    def login(self) -> str:
-        return self.parts[1] if len(self.parts) > 1 else ""
-
-    @property
-    def generation(self) -> int:
-        return int(self.parts[2])
-
-    @property
-    def folder(self) -> Path:
-        return self.repo / self.relpath
-
-    @cached_property
-    def weights(self) -> tuple[np.ndarray, np.ndarray]:
-        return read_weights(self.folder / WEIGHTS_FILE, self.rules)
-
-    @cached_property
-    def receipt(self) -> Receipt:
-        return load_receipt(self.folder / RECEIPT_FILE, self.rules)
-
-
 @dataclass(frozen=True)
 class GateContext:
     author: str
     now: datetime
+    rules: Competition
     changes: list[Change] | None = None
     pr: int | None = None
     attempts: list[Attempt] = field(default_factory=list)
-    rules: Competition = OFFICIAL
 
 
 GateCheck = Callable[[Submission, GateContext], "str | None"]
@@ -146,35 +112,6 @@ class GateReport:
         }
 
 
-# ---------------------------------------------------------------- generations
-
-def merged_generations(repo: Path, login: str, exclude: Path | None = None) -> list[int]:
-    """Generations already in submissions/<login>/ (login compared case-insensitively)."""
-    root = repo / "submissions"
-    found = []
-    if not root.is_dir():
-        return found
-    for miner_dir in root.iterdir():
-        if miner_dir.name.lower() != login.lower() or not miner_dir.is_dir():
-            continue
-        for gen_dir in miner_dir.iterdir():
-            if GENERATION_PATTERN.match(gen_dir.name) and gen_dir != exclude:
-                found.append(int(gen_dir.name))
-    return found
-
-
-def next_generation(repo: str | Path, login: str, attempts: Iterable[Attempt] = (),
-                    pr: int | None = None, exclude: Path | None = None) -> int:
-    """1 + the highest merged or attempted generation; a re-run PR keeps its own."""
-    attempts = list(attempts)
-    for attempt in attempts:
-        if pr is not None and attempt.pr == pr and attempt.miner.lower() == login.lower():
-            return attempt.generation
-    seen = merged_generations(Path(repo), login, exclude)
-    seen += [a.generation for a in attempts if a.miner.lower() == login.lower()]
-    return max(seen, default=0) + 1
-
-
 # ---------------------------------------------------------------- gate 0
 
 def _scope_of_changes(sub: Submission, ctx: GateContext) -> str | None:
@@ -194,7 +131,7 @@ def _scope_of_changes(sub: Submission, ctx: GateContext) -> str | None:
 
 
 def _scope_of_folder(sub: Submission, rules: Competition) -> str | None:
-    for part in (sub.repo / "submissions", sub.folder.parent, sub.folder):
+    for part in (sub.repo / SUBMISSIONS_DIR, sub.folder.parent, sub.folder):
         where = part.relative_to(sub.repo).as_posix()
         if part.is_symlink():
             return f"{where} must be a real folder, not a link"
@@ -220,19 +157,19 @@ def _scope_of_folder(sub: Submission, rules: Competition) -> str | None:
 
 def check_scope(sub: Submission, ctx: GateContext) -> str | None:
     parts = sub.parts
-    if len(parts) != 3 or parts[0] != "submissions" or ".." in parts:
+    if len(parts) != 3 or parts[0] != SUBMISSIONS_DIR or ".." in parts:
         return f"the submission must be one folder submissions/<login>/<generation>, not {sub.relpath!r}"
     login, generation = parts[1], parts[2]
-    if not NAME_PATTERN.match(login):
+    if not is_name(login):
         return f"{login!r} is not a valid GitHub login"
     if login.lower() != ctx.author.lower():
         return f"the folder is for {login!r} but the PR author is {ctx.author!r}; submit under your own login"
-    if not GENERATION_PATTERN.match(generation):
+    if not is_generation(generation):
         return f"the generation {generation!r} must be a positive whole number"
     reason = _scope_of_changes(sub, ctx) or _scope_of_folder(sub, ctx.rules)
     if reason:
         return reason
-    expected = next_generation(sub.repo, login, ctx.attempts, ctx.pr, exclude=sub.folder)
+    expected = Store(sub.repo).next_generation(login, ctx.attempts, ctx.pr, exclude=sub.folder)
     if int(generation) != expected:
         return f"this is generation {generation} but your next generation is {expected}; rename the folder"
     return None
@@ -278,17 +215,9 @@ def routing_view(head: np.ndarray, n_models: int) -> np.ndarray:
     return np.concatenate(groups) / np.sqrt(2.0)
 
 
-def submission_folders(repo: Path) -> list[Path]:
-    root = repo / "submissions"
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.glob("*/*") if p.is_dir() and not p.is_symlink()
-                  and NAME_PATTERN.match(p.parent.name) and GENERATION_PATTERN.match(p.name))
-
-
 def check_duplicate(sub: Submission, ctx: GateContext) -> str | None:
     mine = routing_view(sub.weights[0], ctx.rules.n_models)
-    for folder in submission_folders(sub.repo):
+    for folder in Store(sub.repo).submission_folders():
         if folder.resolve() == sub.folder.resolve():
             continue
         try:
@@ -350,8 +279,19 @@ def run_gates(sub: Submission, ctx: GateContext, gates: tuple[Gate, ...] = GATES
     return GateReport(tuple(results))
 
 
-def context_for(repo: str | Path, author: str, now: datetime | None = None,
-                changes: list[Change] | None = None, pr: int | None = None,
-                rules: Competition = OFFICIAL) -> GateContext:
-    return GateContext(author=author, now=now or datetime.now(timezone.utc), changes=changes,
-                       pr=pr, attempts=read_attempts(repo), rules=rules)
+def context_for(repo: str | Path, author: str, rules: Competition, now: datetime | None = None,
+                changes: list[Change] | None = None, pr: int | None = None) -> GateContext:
+    return GateContext(author=author, now=now or utc_now(), rules=rules, changes=changes, pr=pr,
+                       attempts=Store(Path(repo)).attempts())
+
+
+RECHECKED_GATES = (2, 3, 4)
+
+
+def recheck(repo: Path, relpath: str, pr: int | None, rules: Competition) -> str | None:
+    """Gates 2–4 again, in the evaluator's own checkout (defence in depth); the failure or None."""
+    sub = Submission(Path(repo), relpath, rules)
+    ctx = context_for(repo, sub.login, rules, pr=pr)
+    report = run_gates(sub, ctx, tuple(g for g in GATES if g.number in RECHECKED_GATES))
+    failed = report.failed
+    return None if failed is None else f"gate {failed.number} ({failed.name}): {failed.reason}"

@@ -21,7 +21,8 @@ from pathlib import Path
 import httpx
 
 from evaluator.errors import GitHubError
-from evaluator.rules import OFFICIAL, Competition
+from evaluator.rules import Competition, is_commit_sha
+from evaluator.store import parse_submission_path
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ MAX_PAGES = 30  # GitHub lists at most 3000 changed files per PR
 RETRIES = 4
 BACKOFF_S = 2.0
 MAX_WAIT_S = 120.0
-REPO_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+REPO_RE = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}", re.ASCII)
 
 # `git diff --name-status` letters for GitHub's file statuses; "changed" is a mode change.
 STATUS_LETTERS = {"added": "A", "removed": "D", "modified": "M", "renamed": "R",
@@ -92,7 +93,7 @@ class GitHub:
     def __init__(self, repo: str, token: str | None = None, base_url: str = DEFAULT_API_URL,
                  transport: httpx.BaseTransport | None = None, retries: int = RETRIES,
                  sleep: Callable[[float], None] = time.sleep) -> None:
-        if not REPO_PATTERN.match(repo or ""):
+        if not isinstance(repo, str) or not REPO_RE.fullmatch(repo):
             raise GitHubError(f"{repo!r} is not an owner/name repository; set GITHUB_REPOSITORY")
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION,
                    "User-Agent": "tinyrouter"}
@@ -209,8 +210,6 @@ def _message(response: httpx.Response) -> str:
 
 # ---------------------------------------------------------------- git: PR files as data, pushes
 
-SHA1_PATTERN = re.compile(r"^[0-9a-f]{40}$")
-FOLDER_PATTERN = re.compile(r"^submissions/[A-Za-z0-9_-]{1,64}/[A-Za-z0-9_-]{1,64}$")
 MAX_ENTRIES = 64  # a submission holds three files; anything far beyond is refused outright
 REGULAR_MODES = ("100644", "100755")
 LINK_MODE = "120000"
@@ -240,7 +239,7 @@ def git(repo: str | os.PathLike, *args: str, check: bool = True,
 
 
 def fetch_submission(repo: Path, remote: str, head_sha: str, folder: str,
-                     rules: Competition = OFFICIAL) -> list[str]:
+                     rules: Competition) -> list[str]:
     """Copy the PR head's `folder` into `repo` as data; returns the paths written.
 
     Only git objects are read (`ls-tree`, `cat-file`): nothing from the PR is checked out,
@@ -248,9 +247,9 @@ def fetch_submission(repo: Path, remote: str, head_sha: str, folder: str,
     /dev/null (so gate 0 names it, and it never points into the runner); an oversized blob
     becomes a sparse file of its size (so gate 0 reports the size without reading it).
     """
-    if not SHA1_PATTERN.match(head_sha):
+    if not is_commit_sha(head_sha):
         raise GitHubError(f"{head_sha!r} is not a full commit SHA")
-    if not FOLDER_PATTERN.match(folder):
+    if parse_submission_path(folder) is None:
         raise GitHubError(f"{folder!r} is not a submissions/<login>/<generation> folder")
     git(repo, "fetch", "--no-tags", "--no-recurse-submodules", "--depth=1", remote, head_sha)
     git(repo, "cat-file", "-e", f"{head_sha}^{{commit}}")

@@ -19,7 +19,10 @@ FORMAT_VERSION = 1
 BENCHMARKS = ("math500", "mmlu", "livecodebench")
 ROLES = ("Thinker", "Worker", "Verifier")
 SVF_MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-SPLITS = ("eval", "audit", "live")
+# The sealed splits of a benchmark: eval and audit carry each pool model's cached answer.
+ANSWERED_SPLITS = ("eval", "audit")
+LIVE_SPLIT = "live"
+SPLITS = (*ANSWERED_SPLITS, LIVE_SPLIT)
 
 WEIGHTS_FILE = "weights.safetensors"
 RECEIPT_FILE = "receipt.json"
@@ -29,9 +32,48 @@ REQUIRED_FILES = (WEIGHTS_FILE, RECEIPT_FILE)
 HEAD_TENSOR = "head"
 SCALES_TENSOR = "svf_scales"
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-GENERATION_PATTERN = re.compile(r"^[1-9][0-9]{0,5}$")
-SHA256_PATTERN = re.compile(r"^[0-9a-f]{64}$")
+# Untrusted names and ids are checked with `fullmatch` on ASCII patterns: no trailing newline,
+# no Unicode look-alike digits or letters.
+# The upstream datasets, each read at one hub commit. LiveCodeBench is also pinned to a release
+# (its file set) and to the contest dates of the problems used: from the first day, up to but
+# excluding the last.
+DATASET_REVISIONS = {
+    "math500": "6e4ed1a2a79af7d8630a6b768ec859cb5af4d3be",  # HuggingFaceH4/MATH-500
+    "mmlu": "c30699e8356da336a370243923dbaf21066bb9fe",  # cais/mmlu
+    "livecodebench": "0fe84c3912ea0c4d4a78037083943e8f0c4dd505",  # livecodebench/code_generation_lite
+}
+LIVECODEBENCH_RELEASE = "release_v6"
+LIVECODEBENCH_CONTEST_DATES = ("2024-08-01", "2025-05-01")
+
+NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)  # GitHub logins, run names, labels
+GENERATION_RE = re.compile(r"[1-9][0-9]{0,5}", re.ASCII)
+COMMIT_SHA_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?", re.ASCII)  # SHA-1 or SHA-256 git ids
+SHA256_RE = re.compile(r"[0-9a-f]{64}", re.ASCII)
+PR_NUMBER_RE = re.compile(r"[1-9][0-9]{0,9}", re.ASCII)
+
+
+def _full(pattern: re.Pattern[str], value: object) -> bool:
+    return isinstance(value, str) and pattern.fullmatch(value) is not None
+
+
+def is_name(value: object) -> bool:
+    return _full(NAME_RE, value)
+
+
+def is_generation(value: object) -> bool:
+    return _full(GENERATION_RE, value)
+
+
+def is_commit_sha(value: object) -> bool:
+    return _full(COMMIT_SHA_RE, value)
+
+
+def is_sha256(value: object) -> bool:
+    return _full(SHA256_RE, value)
+
+
+def is_pr_number(value: object) -> bool:
+    return _full(PR_NUMBER_RE, value)
 
 
 @dataclass(frozen=True)
@@ -167,8 +209,11 @@ class Competition:
                     submission_files=list(SUBMISSION_FILES), weights_file=WEIGHTS_FILE,
                     receipt_file=RECEIPT_FILE, readme_file=README_FILE,
                     head_tensor=HEAD_TENSOR, scales_tensor=SCALES_TENSOR,
-                    format_version=FORMAT_VERSION, name_pattern=NAME_PATTERN.pattern,
-                    generation_pattern=GENERATION_PATTERN.pattern)
+                    format_version=FORMAT_VERSION, name_pattern=NAME_RE.pattern,
+                    generation_pattern=GENERATION_RE.pattern,
+                    dataset_revisions=dict(DATASET_REVISIONS),
+                    livecodebench_release=LIVECODEBENCH_RELEASE,
+                    livecodebench_contest_dates=list(LIVECODEBENCH_CONTEST_DATES))
         return data
 
     @classmethod

@@ -7,11 +7,12 @@ Every threshold and weight is read from the `Competition` passed in.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
+from typing import ClassVar
 
 import numpy as np
 
-from evaluator.rules import OFFICIAL, Competition
+from evaluator.rules import Competition
 from evaluator.types import Decision
 
 # Accuracies are small fractions; a gap or margin equal to a rule in decimal must count as equal.
@@ -32,9 +33,13 @@ class BenchmarkScore:
     novelty: float
     overfit_penalty: float
     score: float
+    FIELDS: ClassVar[tuple[str, ...]]
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
+
+
+BenchmarkScore.FIELDS = tuple(f.name for f in fields(BenchmarkScore))
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,7 @@ def accuracy(correct: Sequence[bool]) -> float:
     return float(np.mean(np.asarray(correct, dtype=float))) if len(correct) else 0.0
 
 
-def overfit(cached_acc: float, audit_acc: float, rules: Competition = OFFICIAL) -> Overfit:
+def overfit(cached_acc: float, audit_acc: float, rules: Competition) -> Overfit:
     """gap > reject gap rejects; gap > penalty gap multiplies the score by the penalty factor."""
     gap = cached_acc - audit_acc
     rejected = gap > rules.overfit_reject_gap + TOLERANCE
@@ -59,14 +64,14 @@ def overfit(cached_acc: float, audit_acc: float, rules: Competition = OFFICIAL) 
                    rejected=rejected)
 
 
-def efficiency(avg_turns: float, live_acc: float, rules: Competition = OFFICIAL) -> float:
+def efficiency(avg_turns: float, live_acc: float, rules: Competition) -> float:
     """max(0, (max_turns − avg_turns) / (max_turns − 1)) × live_acc."""
     spare = (rules.max_turns - avg_turns) / (rules.max_turns - 1)
     return max(0.0, spare) * live_acc
 
 
 def novelty(decisions: Sequence[Decision], king_decisions: Sequence[Decision] | None,
-            rules: Competition = OFFICIAL) -> float:
+            rules: Competition) -> float:
     """Share of the first novelty_questions turn-1 decisions that differ from the king's."""
     if king_decisions is None:
         return rules.novelty_without_king
@@ -78,14 +83,14 @@ def novelty(decisions: Sequence[Decision], king_decisions: Sequence[Decision] | 
 
 
 def bench_score(cached_acc: float, live_acc: float, eff: float, nov: float, penalty: float,
-                rules: Competition = OFFICIAL) -> float:
+                rules: Competition) -> float:
     raw = (rules.weight_cached * cached_acc + rules.weight_live * live_acc
            + rules.weight_efficiency * eff + rules.weight_novelty * nov)
     return raw * penalty
 
 
 def score_benchmark(cached_acc: float, audit_acc: float, live_acc: float, avg_turns: float,
-                    nov: float, rules: Competition = OFFICIAL) -> BenchmarkScore:
+                    nov: float, rules: Competition) -> BenchmarkScore:
     """All components of one benchmark from the measured accuracies, turns and novelty."""
     eff = efficiency(avg_turns, live_acc, rules)
     penalty = overfit(cached_acc, audit_acc, rules).penalty
@@ -95,7 +100,7 @@ def score_benchmark(cached_acc: float, audit_acc: float, live_acc: float, avg_tu
                           score=bench_score(cached_acc, live_acc, eff, nov, penalty, rules))
 
 
-def composite(scores: Mapping[str, float], rules: Competition = OFFICIAL) -> float:
+def composite(scores: Mapping[str, float], rules: Competition) -> float:
     """Mean bench_score over the competition's benchmarks (all must be present)."""
     missing = [b for b in rules.benchmarks if b not in scores]
     if missing:
@@ -103,7 +108,7 @@ def composite(scores: Mapping[str, float], rules: Competition = OFFICIAL) -> flo
     return float(sum(scores[b] for b in rules.benchmarks) / len(rules.benchmarks))
 
 
-def crowns(challenger: float, king: float | None, rules: Competition = OFFICIAL) -> bool:
+def crowns(challenger: float, king: float | None, rules: Competition) -> bool:
     """composite ≥ king + win_margin takes the crown; with no king any passing head does."""
     if king is None:
         return True
@@ -111,7 +116,7 @@ def crowns(challenger: float, king: float | None, rules: Competition = OFFICIAL)
 
 
 def paired_bootstrap(challenger: Mapping[str, Sequence[bool]], king: Mapping[str, Sequence[bool]],
-                     rules: Competition = OFFICIAL,
+                     rules: Competition,
                      seed: int = BOOTSTRAP_SEED) -> tuple[float, tuple[float, float]]:
     """Mean over benchmarks of (challenger − king) cached accuracy, with a 95% interval.
 

@@ -1,15 +1,23 @@
-"""Jinja rendering for PR comments and job summaries: strict, and escaping untrusted text."""
+"""The one Jinja setup: strict, from the shipped `templates/`, escaping what strangers wrote.
+
+Two flavours share it. Markdown for GitHub (PR comments, job summaries, submission READMEs)
+autoescapes HTML and escapes Markdown with the `md` filter. Site pages pass every value
+through a finalizer (`site.markup.finalize`) that turns text into inert entities; the
+site adds its own filters and globals on top.
+"""
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from pathlib import Path
+from collections.abc import Callable
+from functools import cache
+from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+from evaluator.resources import TEMPLATES, bundled
+
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
 
 
@@ -20,14 +28,21 @@ def md(text: object) -> Markup:
     return Markup(escaped.replace("\r", " ").replace("\n", " "))
 
 
-@lru_cache(maxsize=4)
-def environment(directory: str = str(TEMPLATES_DIR)) -> Environment:
-    env = Environment(loader=FileSystemLoader(directory), autoescape=True,
-                      undefined=StrictUndefined, keep_trailing_newline=True,
+def environment(autoescape: bool = True,
+                finalize: Callable[[Any], Any] | None = None) -> Environment:
+    """A fresh strict environment over the shipped templates."""
+    env = Environment(loader=FileSystemLoader(str(bundled(TEMPLATES))), autoescape=autoescape,
+                      finalize=finalize, undefined=StrictUndefined, keep_trailing_newline=True,
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["md"] = md
     return env
 
 
+@cache
+def _markdown() -> Environment:
+    return environment()
+
+
 def render(name: str, **context: object) -> str:
-    return environment().get_template(name).render(**context)
+    """A Markdown template for GitHub (see the module docstring)."""
+    return _markdown().get_template(name).render(**context)

@@ -13,7 +13,9 @@ class Item:
     `prompt` is the question as the coordinator and the models see it (for mmlu it
     includes the lettered choices; for livecodebench the statement and starter code).
     `reference` is what the grader needs: the math answer string, the mmlu letter, or
-    `{"tests": [{"input", "output", "testtype"}], "fn_name": str | None}`.
+    `{"tests": [{"input", "output", "testtype"}], "fn_name": str | None}`; an upstream
+    LiveCodeBench item also keeps its private tests still encoded, as `"private_tests"`,
+    decoded only when the item is graded.
     `category` is the kind of item (math subject, mmlu subject, code difficulty).
     """
 

@@ -4,8 +4,9 @@ from pathlib import Path
 import pytest
 
 from evaluator import baselines
-from evaluator.baselines import BaselineError, crossfit_item, oracle_report
+from evaluator.baselines import crossfit_item, oracle_report
 from evaluator.cli import main
+from evaluator.errors import BaselineError
 from evaluator.rules import OFFICIAL
 from evaluator.types import AnsweredItem, Item, ModelAnswer
 
@@ -56,7 +57,7 @@ def test_crossfit_needs_two_samples():
 
 
 def test_oracle_report_on_a_hand_made_matrix():
-    report = oracle_report(baselines.matrix_from_json(HAND))
+    report = oracle_report(baselines.matrix_from_json(HAND), OFFICIAL)
     assert report["per_model_accuracy"] == pytest.approx({"a": 0.5, "b": 0.375, "c": 0.0})
     assert report["best_single"] == {"model": "a", "accuracy": pytest.approx(0.5)}
     assert report["random"] == pytest.approx((0.5 + 0.375) / 3)
@@ -73,13 +74,13 @@ def test_oracle_report_on_a_hand_made_matrix():
 def test_crossfit_sits_between_best_single_and_naive_oracle_on_real_like_data():
     rows = [{"a": [1, 1, 1, 0], "b": [0, 1, 0, 0]}, {"a": [0, 0, 1, 0], "b": [1, 1, 1, 1]},
             {"a": [1, 1, 1, 1], "b": [1, 1, 1, 0]}, {"a": [0, 1, 0, 1], "b": [0, 0, 1, 0]}]
-    report = oracle_report(baselines.matrix_from_json(matrix(rows)))
+    report = oracle_report(baselines.matrix_from_json(matrix(rows)), rules=OFFICIAL)
     assert report["best_single"]["accuracy"] < report["oracle_crossfit"] < report["oracle_naive"]
 
 
 def test_single_sample_data_has_no_crossfit_but_every_other_figure():
     items = [answered(0, (1, 0, 0)), answered(1, (0, 1, 0)), answered(2, (1, 1, 0))]
-    report = oracle_report(baselines.matrix_from_answered(items, POOL))
+    report = oracle_report(baselines.matrix_from_answered(items, POOL), rules=OFFICIAL)
     assert report["oracle_naive"] == pytest.approx(1.0)
     assert report["oracle_crossfit"] is None and report["ci95"]["headroom"] is None
 
@@ -152,23 +153,26 @@ def test_always_and_random_commands_on_training_data(tmp_path, capsys):
     assert "mmlu" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv", [
-    ["always-model", "--model", "gpt-x", "--data", "DATA"],
-    ["oracle"],
-    ["random", "--seeds", "0", "--data", "DATA"],
-    ["oracle", "--data", "DATA", "--benchmarks", "livecodebench"],
-    ["oracle", "--data", "DATA", "--benchmarks", "nope"],
+@pytest.mark.parametrize(("argv", "code", "prefix"), [
+    # what the command line asks for is impossible: exit 2
+    (["always-model", "--model", "gpt-x", "--data", "DATA"], 2, "usage error:"),
+    (["oracle"], 2, "usage error:"),
+    (["random", "--seeds", "0", "--data", "DATA"], 2, "usage error:"),
+    (["oracle", "--data", "DATA", "--benchmarks", "nope"], 2, "usage error:"),
+    # the data is not there: exit 1
+    (["oracle", "--data", "DATA", "--benchmarks", "livecodebench"], 1, "error:"),
 ])
-def test_bad_baseline_requests_exit_1(argv, tmp_path, capsys):
+def test_bad_baseline_requests_are_refused(argv, code, prefix, tmp_path, capsys):
     data = write_data(tmp_path / "data")
-    assert main(["baseline", *[str(data) if a == "DATA" else a for a in argv]]) == 1
-    assert capsys.readouterr().err.startswith("error:")
+    assert main(["baseline", *[str(data) if a == "DATA" else a for a in argv]]) == code
+    assert capsys.readouterr().err.startswith(prefix)
 
 
 @pytest.mark.skipif(not PEER.is_dir(), reason="peer correctness data not beside the checkout")
 @pytest.mark.parametrize("bench", ["math500", "mmlu"])
 def test_peer_data_ceiling_is_below_naive_and_near_best_single(bench):
-    report = oracle_report(baselines.load_matrix(PEER / f"oracle_matrix_{bench}.json"))
+    report = oracle_report(baselines.load_matrix(PEER / f"oracle_matrix_{bench}.json"),
+                           rules=OFFICIAL)
     assert report["n_items"] == 120
     assert report["best_single"]["accuracy"] <= report["oracle_crossfit"] < report["oracle_naive"]
 

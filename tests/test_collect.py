@@ -1,4 +1,4 @@
-"""`tinyrouter seal` then `tinyrouter collect`, end to end against the pool simulator on loopback."""
+"""Collecting answers: every model asked once per item, graded by the benchmark, ledgered, resumable."""
 
 from __future__ import annotations
 
@@ -7,129 +7,117 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import cli
-from evaluator.answers import read_answered
 from evaluator.benchmarks.mmlu import MMLU
-from evaluator.benchmarks.sealing import PASSWORD_ENV, load_manifest, open_benchmark
-from evaluator.benchmarks.splits import SEED_ENV
-from evaluator.pool.ledger import verify_ledger
-from evaluator.pool.simulator import CorpusEntry, Simulator, serve_simulator
-from evaluator.rules import Competition
+from evaluator.collect import answer_items, collect_training
+from evaluator.errors import PoolError
+from evaluator.pool.client import OpenRouterClient
+from evaluator.pool.corpus import CorpusItem
+from evaluator.pool.ledger import Ledger, verify_ledger
+from evaluator.pool.simulator import Simulator, serve_simulator
+from evaluator.rules import OFFICIAL
+from evaluator.train.data import read_answered
+from evaluator.types import AnsweredItem, Item
 
-N_ITEMS = 30
-SMALL = {"eval_size": 6, "audit_size": 3, "live_size": 2, "benchmarks": ["mmlu"]}
-PASSWORD = "correct horse battery staple"
+POOL = OFFICIAL.pool_names
+SKILL = dict(zip(POOL, (0.9, 0.5, 0.1), strict=True))
+
+
+def mmlu_items(n: int) -> list[Item]:
+    """n MMLU questions in the cais/mmlu schema, mapped by the real loader."""
+    rows = [{"question": f"Question {i}: which option is listed as number {i % 4 + 1}?",
+             "subject": "astronomy", "choices": ["one", "two", "three", "four"],
+             "answer": i % 4} for i in range(n)]
+    return MMLU().items_from_rows(rows)
+
+
+def simulator(items: list[Item]) -> Simulator:
+    """Personas of skill 0.9, 0.5 and 0.1 answering `Answer: <letter>`, right or wrong."""
+    entries = [CorpusItem(item, f"Answer: {item.reference}",
+                           f"Answer: {'B' if item.reference == 'A' else 'A'}")
+               for item in items]
+    personas = {m: {"mmlu": {"astronomy": p}} for m, p in SKILL.items()}
+    return Simulator(entries, personas, rules=OFFICIAL)
 
 
 @pytest.fixture
-def world(tmp_path: Path, monkeypatch):
-    """A repo, a local MMLU source, small rules, the secrets and a running pool simulator."""
-    rows = [{"question": f"Question {i}: which option is listed as number {i % 4 + 1}?",
-             "subject": "astronomy", "choices": ["one", "two", "three", "four"],
-             "answer": i % 4} for i in range(N_ITEMS)]
-    source = tmp_path / "source"
-    (source / "mmlu" / "all").mkdir(parents=True)
-    (source / "mmlu" / "all" / "test-00000-of-00001.jsonl").write_text(
-        "".join(json.dumps(r) + "\n" for r in rows))
-    rules_file = tmp_path / "small.json"
-    rules_file.write_text(json.dumps(SMALL))
-    rules = Competition.load(rules_file)
-    items = MMLU().items_from_rows(rows)
-    entries = [CorpusEntry(item, f"Answer: {item.reference}",
-                           f"Answer: {'B' if item.reference == 'A' else 'A'}") for item in items]
-    personas = {m: {"mmlu": {"astronomy": p}} for m, p in zip(rules.pool_names, (0.9, 0.5, 0.1),
-                                                               strict=True)}
-    monkeypatch.setenv(PASSWORD_ENV, PASSWORD)
-    monkeypatch.setenv(SEED_ENV, "a-secret-seed-of-enough-length")
-    sim = Simulator(entries, personas, rules=rules)
+def pool():
+    """(simulator, its 24 MMLU items, base URL): the pool simulator on loopback."""
+    items = mmlu_items(24)
+    sim = simulator(items)
     with serve_simulator(sim) as url:
-        world = dict(repo=tmp_path / "repo", source=source, rules_file=rules_file, rules=rules,
-                     sim=sim, url=url, sealed=tmp_path / "sealed", data=tmp_path / "data")
-        world["repo"].mkdir()
-        yield world
+        yield sim, items, url
 
 
-def tinyrouter(world, *args: str) -> int:
-    return cli.main(["--competition", str(world["rules_file"]), *args])
+def client_factory(url: str, ledger: Path | None = None):
+    return lambda: OpenRouterClient(OFFICIAL, base_url=url,
+                                    ledger=Ledger(ledger) if ledger else None)
 
 
-def seal(world, *extra: str) -> int:
-    return tinyrouter(world, "seal", "--source", str(world["source"]), "--out-dir",
-                      str(world["sealed"]), "--manifest",
-                      str(world["repo"] / "leaderboard" / "manifest.json"),
-                      "--pool-url", world["url"], "--kdf-log2n", "10", *extra)
+def test_every_model_answers_every_item_graded_and_ledgered(pool, tmp_path):
+    sim, items, url = pool
+    rows = answer_items(items, client_factory(url, tmp_path / "ledger.jsonl"), OFFICIAL,
+                        benchmarks={"mmlu": MMLU()})
+    assert [row.item for row in rows] == items
+    for row in rows:
+        assert sorted(row.answers) == sorted(POOL)
+        for answer in row.answers.values():
+            assert answer.correct == (answer.text == f"Answer: {row.item.reference}")
+            assert answer.extracted == answer.text[-1]
+            assert answer.cost_usd > 0
+    summary = verify_ledger(tmp_path / "ledger.jsonl")
+    assert summary.entries == 3 * len(items) == sim.requests
+    spent = sum(a.cost_usd for row in rows for a in row.answers.values())
+    assert summary.total_cost_usd == pytest.approx(spent)
+    accuracy = {m: sum(row.answers[m].correct for row in rows) / len(rows) for m in POOL}
+    assert accuracy[POOL[0]] > accuracy[POOL[1]] > accuracy[POOL[2]]
 
 
-def collect(world, *extra: str) -> int:
-    return tinyrouter(world, "collect", "--benchmark", "mmlu", "--out", str(world["data"]),
-                      "--repo", str(world["repo"]), "--source", str(world["source"]),
-                      "--pool-url", world["url"], *extra)
+def test_batches_arrive_in_order_and_a_failure_keeps_finished_ones(pool):
+    sim, items, url = pool
+    saved: list[AnsweredItem] = []
+
+    def on_batch(batch):
+        saved.extend(batch)
+        sim.inject("401")  # the next call is refused for good
+
+    with pytest.raises(PoolError, match="401"):
+        answer_items(items, client_factory(url), OFFICIAL, benchmarks={"mmlu": MMLU()},
+                     on_batch=on_batch, batch_items=5)
+    assert [row.item for row in saved] == items[:5]
 
 
-def test_seal_then_verify_through_the_pool(world, capsys):
-    assert seal(world) == 0
-    out = capsys.readouterr().out
-    assert "mmlu: eval 6, audit 3, live 2, train 10" in out
-    assert world["sim"].requests == 3 * (6 + 3)  # cached answers for eval and audit only
-    assert verify_ledger(world["sealed"] / "ledger.jsonl").entries == 27
-    opened = open_benchmark(world["sealed"], PASSWORD, world["rules"])["mmlu"]
-    assert all(a.text.startswith("Answer: ") for row in opened["eval"]
-               for a in row.answers.values())
-    assert tinyrouter(world, "verify-benchmark", "--dir", str(world["sealed"]), "--manifest",
-                      str(world["repo"] / "leaderboard" / "manifest.json")) == 0
-    assert "commitments match" in capsys.readouterr().out
-    assert "Question" not in out  # no hidden item is ever printed
+# Training data files ----------------------------------------------------------------------
 
 
-def test_collect_is_resumable_ledgered_and_train_only(world, capsys):
-    assert seal(world) == 0
-    train_ids = load_manifest(world["repo"] / "leaderboard" / "manifest.json")[
-        "benchmarks"]["mmlu"]["train_ids"]
-    sealed_requests = world["sim"].requests
-    assert collect(world, "--limit", "5") == 0
-    assert [r.item.id for r in read_answered(world["data"] / "mmlu.jsonl")] == train_ids[:5]
-    assert collect(world) == 0
-    assert "5 new rows (10 in" in capsys.readouterr().out
-    assert collect(world) == 0  # nothing left to ask
-    assert "0 new rows (10 in" in capsys.readouterr().out
-    assert world["sim"].requests == sealed_requests + 3 * 10
-    assert verify_ledger(world["data"] / "ledger.jsonl").entries == 3 * 10
-    rows = read_answered(world["data"] / "mmlu.jsonl")
-    assert sorted(r.item.id for r in rows) == sorted(train_ids)
+def test_collect_training_resumes_where_it_stopped(pool, tmp_path):
+    sim, items, url = pool
+    path = tmp_path / "data" / "mmlu.jsonl"
+    new, rows = collect_training(items[:10], path, client_factory(url), OFFICIAL,
+                                 benchmarks={"mmlu": MMLU()})
+    assert len(new) == len(rows) == 10
+    asked = sim.requests
+    new, rows = collect_training(items, path, client_factory(url), OFFICIAL,
+                                 benchmarks={"mmlu": MMLU()})
+    assert len(new) == 14 and len(rows) == 24
+    assert sim.requests == asked + 3 * 14  # only the missing items were asked
+    assert [row.item.id for row in read_answered(path, OFFICIAL)] == [item.id for item in items]
+    line = path.read_text().splitlines()[0]
+    assert json.loads(line) == read_answered(path, OFFICIAL)[0].to_dict()
 
 
-def test_a_failed_collect_keeps_finished_rows_and_resumes(world, capsys):
-    assert seal(world) == 0
-    assert collect(world, "--limit", "8") == 0
-    world["sim"].inject(*["401"] * 3)  # the pool refuses the next batch for good
-    assert collect(world) == 1
-    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
-    assert len(errors) == 1 and errors[0].startswith("error: ") and "HTTP 401" in errors[0]
-    assert len(read_answered(world["data"] / "mmlu.jsonl")) == 8
-    assert collect(world) == 0
-    assert len(read_answered(world["data"] / "mmlu.jsonl")) == 10
+def test_identical_answers_are_graded_once(pool):
+    _, items, url = pool
+    graded: list[tuple[str, str]] = []
 
+    class CountingMMLU(MMLU):
+        def grade_many(self, pairs, workers=None):
+            pairs = list(pairs)
+            graded.extend(pairs)
+            return super().grade_many(pairs, workers)
 
-@pytest.mark.parametrize("args, message", [
-    # no manifest in the repo: nothing says which ids are public
-    (["--repo", "elsewhere"], "no leaderboard/manifest.json"),
-    (["--benchmark", "math500"], "unknown benchmark"),
-    (["--limit", "0"], "at least 1"),
-])
-def test_collect_refuses_bad_requests(world, capsys, args, message):
-    assert seal(world) == 0
-    argv = {"--repo": str(world["repo"]), "--benchmark": "mmlu"}
-    for flag, value in zip(args[::2], args[1::2], strict=True):
-        argv[flag] = str(world["repo"].parent / value) if flag == "--repo" else value
-    code = tinyrouter(world, "collect", "--out", str(world["data"]), "--source",
-                      str(world["source"]), "--pool-url", world["url"],
-                      *[x for kv in argv.items() for x in kv])
-    assert code == 1
-    assert message in capsys.readouterr().err
-
-
-def test_sealing_again_needs_force(world, capsys):
-    assert seal(world) == 0
-    assert seal(world) == 1
-    assert "--force" in capsys.readouterr().err
-    assert seal(world, "--force") == 0
+    rows = answer_items(items, client_factory(url), OFFICIAL,
+                        benchmarks={"mmlu": CountingMMLU()}, batch_items=len(items))
+    distinct = {(a.text, row.item.reference) for row in rows for a in row.answers.values()}
+    assert len(graded) == len(distinct) < 3 * len(items)
+    assert all(a.correct == (a.text == f"Answer: {row.item.reference}")
+               for row in rows for a in row.answers.values())

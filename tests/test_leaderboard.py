@@ -8,18 +8,11 @@ import jsonschema
 import pytest
 
 from evaluator.errors import LeaderboardError
-from evaluator.leaderboard import (
-    SCHEMA_FILES,
-    State,
-    apply_result,
-    check_result,
-    dumps,
-    schema,
-    seed_king,
-    validate,
-    validate_state,
-)
-from evaluator.rules import NAME_PATTERN, OFFICIAL
+from evaluator.files import dumps
+from evaluator.leaderboard import apply_result, check_result, seed_king, validate_state
+from evaluator.records import Attempt
+from evaluator.rules import NAME_RE, OFFICIAL
+from evaluator.store import SCHEMA_FILES, Store, schema, validate
 
 BENCHES = OFFICIAL.benchmarks
 
@@ -68,13 +61,13 @@ def test_schemas_are_valid_draft_2020_12(kind):
 
 
 def test_schema_name_pattern_is_the_rules_pattern():
-    assert schema("result")["$defs"]["name"]["pattern"] == NAME_PATTERN.pattern
+    assert schema("result")["$defs"]["name"]["pattern"] == f"^{NAME_RE.pattern}$"
 
 
 @pytest.mark.parametrize("record", [crowned(), crowned(king=0.58, composite=0.6), lost(),
                                     rejected()])
 def test_records_of_every_outcome_validate(record):
-    check_result(record)
+    check_result(record, rules=OFFICIAL)
 
 
 def _without(record, key):
@@ -105,7 +98,7 @@ BAD_RESULTS = [
                          ids=[row[0] for row in BAD_RESULTS])
 def test_schema_rejects(case, record, mentions):
     with pytest.raises(LeaderboardError, match="schema"):
-        check_result(record)
+        check_result(record, rules=OFFICIAL)
 
 
 @pytest.mark.parametrize(("record", "ok"), [
@@ -119,62 +112,62 @@ def test_schema_rejects(case, record, mentions):
 ])
 def test_outcome_must_match_the_margin(record, ok):
     if ok:
-        check_result(record)
+        check_result(record, rules=OFFICIAL)
     else:
         with pytest.raises(LeaderboardError, match="margin"):
-            check_result(record)
+            check_result(record, rules=OFFICIAL)
 
 
 def test_composite_must_be_the_mean_of_the_scores():
     record = crowned()
     record["per_benchmark"]["mmlu"]["score"] = 0.9
     with pytest.raises(LeaderboardError, match="mean"):
-        check_result(record)
+        check_result(record, rules=OFFICIAL)
 
 
 def test_benchmarks_must_be_the_rules_benchmarks():
     record = crowned()
     record["per_benchmark"]["gsm8k"] = record["per_benchmark"].pop("mmlu")
     with pytest.raises(LeaderboardError, match="per_benchmark"):
-        check_result(record)
+        check_result(record, rules=OFFICIAL)
 
 
 # ---------------------------------------------------------------- transitions
 
 
 def test_first_king_writes_king_history_and_result(repo):
-    applied = apply_result(repo, crowned())
+    applied = apply_result(repo, crowned(), rules=OFFICIAL)
     assert applied.crowned
     assert sorted(applied.changed) == ["leaderboard/history.json", "leaderboard/king.json",
                                        "leaderboard/results/alice/1.json"]
-    king = State(repo).king()
-    assert (king["miner"], king["pr"], king["previous"]) == ("alice", 12, None)
-    assert king["novelty"] == {b: 0.5 for b in BENCHES}
-    assert king["crowned_at"] == "2026-11-11T12:00:00Z"
-    assert [k["miner"] for k in State(repo).history()] == ["alice"]
-    assert validate_state(repo) == 3
+    king = Store(repo).king()
+    assert (king.miner, king.pr, king.previous) == ("alice", 12, None)
+    assert king.novelty == {b: 0.5 for b in BENCHES}
+    assert king.crowned_at == "2026-11-11T12:00:00Z"
+    assert [k.miner for k in Store(repo).history()] == ["alice"]
+    assert validate_state(repo, rules=OFFICIAL) == 3
 
 
 def test_dethroning_records_the_previous_king(repo):
-    apply_result(repo, crowned())
-    apply_result(repo, crowned("bob", 1, pr=20, composite=0.7, king=0.61, sha="d"))
-    king = State(repo).king()
-    assert king["miner"] == "bob"
-    assert king["previous"] == {"miner": "alice", "generation": 1, "composite": 0.61}
-    history = State(repo).history()
-    assert [(h["miner"], h["delta"], h["ci95"]) for h in history] == [
-        ("alice", None, None), ("bob", pytest.approx(0.09), [0.01, 0.05])]
-    assert history[1]["scores"] == {b: 0.7 for b in BENCHES}
-    validate_state(repo)
+    apply_result(repo, crowned(), rules=OFFICIAL)
+    apply_result(repo, crowned("bob", 1, pr=20, composite=0.7, king=0.61, sha="d"), rules=OFFICIAL)
+    king = Store(repo).king()
+    assert king.miner == "bob"
+    assert king.previous.to_dict() == {"miner": "alice", "generation": 1, "composite": 0.61}
+    history = Store(repo).history()
+    assert [(h.miner, h.delta, h.ci95) for h in history] == [
+        ("alice", None, None), ("bob", pytest.approx(0.09), (0.01, 0.05))]
+    assert history[1].scores == {b: 0.7 for b in BENCHES}
+    validate_state(repo, rules=OFFICIAL)
 
 
 @pytest.mark.parametrize("record", [lost(), rejected()])
 def test_loss_and_rejection_leave_the_king_alone(repo, record):
-    apply_result(repo, crowned())
-    before = (State(repo).king(), State(repo).history())
-    applied = apply_result(repo, record)
+    apply_result(repo, crowned(), rules=OFFICIAL)
+    before = (Store(repo).king(), Store(repo).history())
+    applied = apply_result(repo, record, rules=OFFICIAL)
     assert applied.changed == [f"leaderboard/results/{record['miner']}/1.json"]
-    assert (State(repo).king(), State(repo).history()) == before
+    assert (Store(repo).king(), Store(repo).history()) == before
     assert json.loads((repo / applied.changed[0]).read_text()) == record
 
 
@@ -182,34 +175,34 @@ def test_loss_and_rejection_leave_the_king_alone(repo, record):
                                     crowned("bob", 1, pr=20, composite=0.7, king=0.61)])
 def test_apply_twice_changes_nothing(repo, record):
     if record["king_composite"] is not None:
-        apply_result(repo, crowned("zed", 1, pr=2, composite=0.6, sha="e"))
-    apply_result(repo, record)
+        apply_result(repo, crowned("zed", 1, pr=2, composite=0.6, sha="e"), rules=OFFICIAL)
+    apply_result(repo, record, rules=OFFICIAL)
     before = snapshot(repo)
-    again = apply_result(repo, copy.deepcopy(record))
+    again = apply_result(repo, copy.deepcopy(record), rules=OFFICIAL)
     assert again.changed == [] and snapshot(repo) == before
 
 
 def test_a_re_evaluation_of_the_same_commit_keeps_the_first_record(repo):
-    apply_result(repo, lost())
+    apply_result(repo, lost(), rules=OFFICIAL)
     before = snapshot(repo)
-    apply_result(repo, {**lost(), "evaluated_at": "2026-11-21T00:00:00Z"})
+    apply_result(repo, {**lost(), "evaluated_at": "2026-11-21T00:00:00Z"}, rules=OFFICIAL)
     assert snapshot(repo) == before
 
 
 def test_another_commit_cannot_overwrite_a_result(repo):
-    apply_result(repo, lost())
+    apply_result(repo, lost(), rules=OFFICIAL)
     with pytest.raises(LeaderboardError, match="cannot replace"):
-        apply_result(repo, {**lost(), "head_sha": "9" * 40})
+        apply_result(repo, {**lost(), "head_sha": "9" * 40}, rules=OFFICIAL)
 
 
 def test_an_interrupted_apply_finishes_without_duplicates(repo):
     record = crowned()
-    apply_result(repo, record)
+    apply_result(repo, record, rules=OFFICIAL)
     (repo / "leaderboard/results/alice/1.json").unlink()  # as if the run died before the last write
-    applied = apply_result(repo, record)
+    applied = apply_result(repo, record, rules=OFFICIAL)
     assert applied.changed == ["leaderboard/results/alice/1.json"]
-    assert len(State(repo).history()) == 1
-    validate_state(repo)
+    assert len(Store(repo).history()) == 1
+    validate_state(repo, rules=OFFICIAL)
 
 
 @pytest.mark.parametrize(("first", "record", "message"), [
@@ -223,15 +216,15 @@ def test_an_interrupted_apply_finishes_without_duplicates(repo):
 ])
 def test_stale_results_are_refused(repo, first, record, message):
     if first:
-        apply_result(repo, first)
+        apply_result(repo, first, rules=OFFICIAL)
     before = snapshot(repo)
     with pytest.raises(LeaderboardError, match=message):
-        apply_result(repo, record)
+        apply_result(repo, record, rules=OFFICIAL)
     assert snapshot(repo) == before
 
 
 def test_writes_are_deterministic_json(repo):
-    apply_result(repo, crowned())
+    apply_result(repo, crowned(), rules=OFFICIAL)
     text = (repo / "leaderboard/king.json").read_text()
     assert text == dumps(json.loads(text)) and text.endswith("}\n")
     assert not list((repo / "leaderboard").rglob("*.tmp"))
@@ -242,9 +235,9 @@ def test_writes_are_deterministic_json(repo):
 
 def test_seed_king_installs_the_first_king(repo, make_submission):
     folder = make_submission(repo, "alice", 1)
-    seed_king(repo, folder, crowned(pr=None))
-    assert State(repo).king()["pr"] is None
-    validate_state(repo)
+    seed_king(repo, folder, crowned(pr=None), rules=OFFICIAL)
+    assert Store(repo).king().pr is None
+    validate_state(repo, rules=OFFICIAL)
 
 
 @pytest.mark.parametrize(("setup", "record", "message"), [
@@ -255,18 +248,18 @@ def test_seed_king_installs_the_first_king(repo, make_submission):
 def test_seed_king_refuses(repo, make_submission, setup, record, message):
     folder = make_submission(repo, "alice", 1)
     if setup == "king":
-        apply_result(repo, crowned("zed", 1, pr=2, sha="e"))
+        apply_result(repo, crowned("zed", 1, pr=2, sha="e"), rules=OFFICIAL)
     with pytest.raises(LeaderboardError, match=message):
-        seed_king(repo, folder, record)
+        seed_king(repo, folder, record, rules=OFFICIAL)
 
 
 def test_seed_king_needs_the_committed_submission(repo):
     with pytest.raises(LeaderboardError, match="weights"):
-        seed_king(repo, repo / "submissions/alice/1", crowned(pr=None))
+        seed_king(repo, repo / "submissions/alice/1", crowned(pr=None), rules=OFFICIAL)
 
 
 def test_empty_leaderboard_is_valid(repo):
-    assert validate_state(repo) == 0
+    assert validate_state(repo, rules=OFFICIAL) == 0
 
 
 @pytest.mark.parametrize(("tamper", "message"), [
@@ -284,18 +277,16 @@ def test_empty_leaderboard_is_valid(repo):
     (lambda r: (r / "leaderboard/king.json").write_text("{"), "not valid JSON"),
 ])
 def test_validate_state_catches_tampering(repo, tamper, message):
-    apply_result(repo, crowned())
+    apply_result(repo, crowned(), rules=OFFICIAL)
     tamper(repo)
     with pytest.raises(LeaderboardError, match=message):
-        validate_state(repo)
+        validate_state(repo, rules=OFFICIAL)
 
 
-def test_attempt_lines_follow_the_attempts_module(repo):
-    from evaluator.attempts import Attempt, record_attempt
-
-    record_attempt(repo, Attempt("alice", 1, 12, "a" * 40, "2026-11-20T12:00:00Z"))
+def test_attempt_lines_follow_the_attempt_schema(repo):
+    Store(repo).record_attempt(Attempt("alice", 1, 12, "a" * 40, "2026-11-20T12:00:00Z"))
     validate("attempt", json.loads((repo / "leaderboard/attempts.jsonl").read_text()))
-    assert validate_state(repo) == 1
+    assert validate_state(repo, rules=OFFICIAL) == 1
 
 
 def test_manifest_schema_accepts_the_contract_shape(repo):
@@ -314,6 +305,6 @@ def test_manifest_schema_accepts_the_contract_shape(repo):
 
 def test_rules_of_another_competition_apply(repo):
     wide = dataclasses.replace(OFFICIAL, win_margin=0.2)
-    apply_result(repo, crowned())
+    apply_result(repo, crowned(), rules=OFFICIAL)
     with pytest.raises(LeaderboardError, match="margin"):
         apply_result(repo, crowned("bob", 1, pr=20, composite=0.7, king=0.61, sha="d"), wide)

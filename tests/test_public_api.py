@@ -5,16 +5,16 @@ from evaluator.cli import build_parser
 
 PUBLIC = [
     "AnsweredItem", "Competition", "Decision", "GATES", "Item", "ModelAnswer", "OFFICIAL",
-    "OpenRouterClient", "Policy", "TinyRouterError", "apply_result", "build_site",
-    "evaluate_submission", "get_benchmark", "load_encoder", "open_benchmark", "oracle_report",
-    "read_weights", "run_demo", "run_gates", "run_sessions", "run_training", "verify_ledger",
-    "write_submission",
+    "OpenRouterClient", "Result", "Router", "Store", "Submission", "TinyRouterError",
+    "apply_result", "build_site", "evaluate_submission", "get_benchmark", "load_encoder",
+    "open_benchmark", "oracle_report", "read_weights", "run_gates", "run_sessions",
+    "run_training", "verify_ledger", "write_submission",
 ]
 
 COMMANDS = [
-    "baseline", "bench", "bench-training", "collect", "demo", "encoder", "evaluate", "gates", "gh", "grade",
-    "leaderboard", "ledger", "pack", "pool", "preflight", "reveal", "seal", "site", "train",
-    "verify-benchmark",
+    "baseline", "bench", "bench-sandbox", "bench-training", "collect", "demo", "encoder",
+    "evaluate", "gates", "gh", "grade", "leaderboard", "ledger", "pack", "pool", "preflight",
+    "reveal", "seal", "site", "train", "verify-benchmark",
 ]
 
 
@@ -28,3 +28,9 @@ def test_subcommands_are_pinned():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     assert sorted(sub.choices) == COMMANDS
+
+
+def test_every_subcommand_builds_its_parser():
+    for name in COMMANDS:
+        sub = next(a for a in build_parser([name])._actions if a.dest == "command")
+        assert len(sub.choices[name]._actions) > 1, name  # more than its --help

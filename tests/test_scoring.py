@@ -34,7 +34,7 @@ TWO = dataclasses.replace(OFFICIAL, benchmarks=("a", "b"))
     (2.0, 0.0, 0.0),
 ])
 def test_efficiency(avg_turns, live_acc, expected):
-    assert efficiency(avg_turns, live_acc) == pytest.approx(expected)
+    assert efficiency(avg_turns, live_acc, OFFICIAL) == pytest.approx(expected)
 
 
 def test_efficiency_reads_max_turns_from_rules():
@@ -54,7 +54,7 @@ def test_efficiency_reads_max_turns_from_rules():
     (1.0, 0.5, 0.85, True),
 ])
 def test_overfit_gate(cached, audit, penalty, rejected):
-    verdict = overfit(cached, audit)
+    verdict = overfit(cached, audit, OFFICIAL)
     assert (verdict.penalty, verdict.rejected) == (penalty, rejected)
 
 
@@ -75,7 +75,7 @@ A, B = Decision("m1", "Worker"), Decision("m2", "Thinker")
     ([Decision("m1", "Worker")], [Decision("m1", "Verifier")], 1.0),
 ])
 def test_novelty(mine, king, expected):
-    assert novelty(mine, king) == pytest.approx(expected)
+    assert novelty(mine, king, OFFICIAL) == pytest.approx(expected)
 
 
 def test_novelty_without_king_reads_the_rule():
@@ -91,11 +91,12 @@ def test_novelty_without_king_reads_the_rule():
     (0.0, 0.0, 0.0, 0.5, 1.0, 0.025),
 ])
 def test_bench_score(cached, live, eff, nov, penalty, expected):
-    assert bench_score(cached, live, eff, nov, penalty) == pytest.approx(expected)
+    assert bench_score(cached, live, eff, nov, penalty, OFFICIAL) == pytest.approx(expected)
 
 
 def test_score_benchmark_chains_the_formulas():
-    score = score_benchmark(cached_acc=0.9, audit_acc=0.8, live_acc=0.5, avg_turns=3.0, nov=0.5)
+    score = score_benchmark(cached_acc=0.9, audit_acc=0.8, live_acc=0.5, avg_turns=3.0, nov=0.5,
+                            rules=OFFICIAL)
     # gap 0.1 > 0.08: penalised; efficiency (5−3)/4·0.5 = 0.25
     expected = (0.7 * 0.9 + 0.15 * 0.5 + 0.1 * 0.25 + 0.05 * 0.5) * 0.85
     assert (score.efficiency, score.overfit_penalty) == (0.25, 0.85)
@@ -121,7 +122,7 @@ def test_composite_is_the_mean_over_the_benchmarks():
     (0.5, 0.69, False),
 ])
 def test_margin(challenger, king, crowned):
-    assert crowns(challenger, king) is crowned
+    assert crowns(challenger, king, OFFICIAL) is crowned
 
 
 def test_margin_reads_the_rule():

@@ -20,7 +20,6 @@ import secrets
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +30,8 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 from evaluator.baselines import from_answered
 from evaluator.benchmarks.splits import draw_splits
 from evaluator.errors import BenchmarkError
-from evaluator.files import write_json
-from evaluator.rules import FORMAT_VERSION, OFFICIAL, SPLITS, Competition
+from evaluator.files import canonical_json, format_time, utc_now, write_json
+from evaluator.rules import ANSWERED_SPLITS, FORMAT_VERSION, SPLITS, Competition
 from evaluator.types import AnsweredItem, Item
 
 log = logging.getLogger(__name__)
@@ -43,7 +42,6 @@ SEALED_SUFFIX = ".sealed"
 SEAL_FORMAT = 1
 MAGIC = b"TINYROUTER SEALED BENCHMARK\n"
 MAX_HEADER_BYTES = 1024
-ANSWERED_SPLITS = ("eval", "audit")  # splits stored with the pool's cached answers
 Answerer = Callable[[list[Item]], list[AnsweredItem]]
 
 
@@ -76,13 +74,9 @@ class SealedSplit:
         return commitment(self.rows, bytes.fromhex(self.salt))
 
 
-def canonical_json(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 def commitment(rows: list[dict[str, Any]], salt: bytes) -> str:
     """sha256(salt ‖ canonical JSON of the rows), hex: the manifest's per-split commitment."""
-    return hashlib.sha256(salt + canonical_json(rows)).hexdigest()
+    return hashlib.sha256(salt + canonical_json(rows).encode()).hexdigest()
 
 
 def password_from_env() -> str:
@@ -112,8 +106,8 @@ def seal_split(path: str | Path, rows: list[dict[str, Any]], benchmark: str, spl
               "cipher": "AES-256-GCM", "nonce": nonce.hex(),
               "kdf": {"name": "scrypt", "log2_n": kdf.log2_n, "r": kdf.r, "p": kdf.p,
                       "salt": kdf_salt.hex()}}
-    preamble = MAGIC + canonical_json(header) + b"\n"
-    payload = canonical_json({"commitment_salt": sealed.salt, "rows": rows})
+    preamble = MAGIC + canonical_json(header).encode() + b"\n"
+    payload = canonical_json({"commitment_salt": sealed.salt, "rows": rows}).encode()
     body = AESGCM(_key(password, kdf_salt, kdf)).encrypt(nonce, payload, preamble)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -230,7 +224,7 @@ def _open_all(directory: str | Path, password: str, rules: Competition,
     return opened
 
 
-def open_benchmark(directory: str | Path, password: str, rules: Competition = OFFICIAL,
+def open_benchmark(directory: str | Path, password: str, rules: Competition,
                    benchmarks: Sequence[str] | None = None) -> dict[str, dict[str, list]]:
     """Every split of every benchmark: AnsweredItems for eval and audit, Items for live."""
     opened = _open_all(directory, password, rules, benchmarks or rules.benchmarks)
@@ -238,7 +232,7 @@ def open_benchmark(directory: str | Path, password: str, rules: Competition = OF
 
 
 def verify_benchmark(directory: str | Path, password: str, manifest: Mapping[str, Any],
-                     rules: Competition = OFFICIAL) -> dict[str, dict[str, int]]:
+                     rules: Competition) -> dict[str, dict[str, int]]:
     """Decrypt everything and check it against the rules and the manifest; returns counts."""
     check_manifest_hash(manifest)
     listed = manifest.get("benchmarks", {})
@@ -294,7 +288,7 @@ def check_revealed(record: Mapping[str, Any], manifest: Mapping[str, Any]) -> in
 def manifest_hash(manifest: Mapping[str, Any]) -> str:
     """sha256 of the canonical JSON of the manifest without its `manifest_hash` field."""
     return hashlib.sha256(canonical_json(
-        {k: v for k, v in manifest.items() if k != "manifest_hash"})).hexdigest()
+        {k: v for k, v in manifest.items() if k != "manifest_hash"}).encode()).hexdigest()
 
 
 def check_manifest_hash(manifest: Mapping[str, Any]) -> None:
@@ -305,7 +299,7 @@ def check_manifest_hash(manifest: Mapping[str, Any]) -> None:
 
 def build_manifest(entries: Mapping[str, dict[str, Any]], sealed_at: str | None = None
                    ) -> dict[str, Any]:
-    sealed_at = sealed_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    sealed_at = sealed_at or format_time(utc_now())
     manifest = {"format": FORMAT_VERSION, "benchmarks": dict(sorted(entries.items())),
                 "sealed_at": sealed_at}
     manifest["manifest_hash"] = manifest_hash(manifest)
@@ -328,7 +322,7 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
 
 
 def seal_one(items: Sequence[Item], answer: Answerer, out_dir: str | Path, password: str,
-             seed: str, rules: Competition = OFFICIAL, kdf: KdfParams = OFFICIAL_KDF
+             seed: str, rules: Competition, kdf: KdfParams = OFFICIAL_KDF
              ) -> dict[str, Any]:
     """Draw, answer, and seal one benchmark; returns its manifest entry."""
     splits = draw_splits(items, seed, rules)
@@ -355,7 +349,7 @@ def seal_one(items: Sequence[Item], answer: Answerer, out_dir: str | Path, passw
 
 def seal_benchmarks(items: Mapping[str, Sequence[Item]], answer: Answerer, out_dir: str | Path,
                     manifest_path: str | Path, password: str, seed: str,
-                    rules: Competition = OFFICIAL, kdf: KdfParams = OFFICIAL_KDF
+                    rules: Competition, kdf: KdfParams = OFFICIAL_KDF
                     ) -> dict[str, Any]:
     """Seal each benchmark and write the manifest (keeping other benchmarks' entries)."""
     manifest_path = Path(manifest_path)

@@ -18,7 +18,7 @@ from pathlib import Path
 from evaluator.benchmarks import get_benchmark
 from evaluator.errors import BenchmarkError
 from evaluator.pool.corpus import load_corpus
-from evaluator.rules import OFFICIAL, SPLITS, Competition
+from evaluator.rules import SPLITS, Competition
 from evaluator.types import Item
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def _rank(seed: str, benchmark: str, item_id: str) -> bytes:
     return hmac.new(key, item_id.encode(), hashlib.sha256).digest()
 
 
-def draw_splits(items: Sequence[Item], seed: str, rules: Competition = OFFICIAL,
+def draw_splits(items: Sequence[Item], seed: str, rules: Competition,
                 exclude: Iterable[str] = ()) -> Splits:
     """Disjoint eval/audit/live splits of one benchmark, and the public train split.
 
@@ -92,11 +92,11 @@ def draw_splits(items: Sequence[Item], seed: str, rules: Competition = OFFICIAL,
     return Splits(benchmark=benchmark, hidden=hidden, train=train)
 
 
-def load_items(benchmark: str, source: str) -> list[Item]:
+def load_items(benchmark: str, source: str, rules: Competition) -> list[Item]:
     """A benchmark's items: the bundled demo corpus, the hub, or DIR/<benchmark>/ (a local
     copy of the upstream files, e.g. DIR/mmlu/all/test-00000-of-00001.parquet)."""
     if source == "demo":
-        return [row.item for row in load_corpus([benchmark])]
+        return [row.item for row in load_corpus(rules, [benchmark])]
     if source == "hub":
         return get_benchmark(benchmark).load_upstream(None)
     folder = Path(source) / benchmark

@@ -9,20 +9,19 @@ from typing import Any
 
 from evaluator import baselines
 from evaluator.benchmarks.sealing import PASSWORD_ENV, open_benchmark, password_from_env
-from evaluator.errors import TinyRouterError
-from evaluator.files import write_json
-from evaluator.rules import SPLITS, Competition
-from evaluator.train import read_training_rows
+from evaluator.commands.output import write_json_out
+from evaluator.errors import UsageError
+from evaluator.rules import ANSWERED_SPLITS, Competition
+from evaluator.train.data import data_path, read_training_rows
 from evaluator.types import AnsweredItem
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("baseline", help="single-model, random and oracle baselines")
+def add_baseline(parser: argparse.ArgumentParser) -> None:
     kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
     always = kinds.add_parser("always-model", help="cached accuracy of always picking one model")
     always.add_argument("--model", required=True, help="a pool model name")
     rand = kinds.add_parser("random", help="cached accuracy of a uniform random router")
-    rand.add_argument("--seeds", type=int, default=10, help="random routers to average (10)")
+    rand.add_argument("--seeds", type=int, default=10, help="random routers to average")
     oracle = kinds.add_parser("oracle", help="per-model, random, oracle and cross-fitted ceiling")
     oracle.add_argument("--matrix", type=Path, help="correctness matrix JSON "
                         "(tasks[].id, tasks[].per_model{model: [0|1 per sample]})")
@@ -31,11 +30,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         source.add_argument("--data", type=Path, help="training data folder (<benchmark>.jsonl)")
         source.add_argument("--sealed", type=Path, metavar="DIR",
                             help=f"sealed benchmark folder (password from ${PASSWORD_ENV})")
-        source.add_argument("--split", choices=SPLITS[:2], default="eval",
-                            help="sealed split to read (default eval)")
+        source.add_argument("--split", choices=ANSWERED_SPLITS, default="eval",
+                            help="sealed split to read")
         source.add_argument("--benchmarks", help="comma-separated (default: all)")
-        kind.add_argument("--json", type=Path, dest="json_out", help="also write JSON here")
+        kind.add_argument("--json", dest="json_out", metavar="OUT",
+                          help="also write JSON here (- for standard output)")
         kind.set_defaults(func=func)
+
+
+PARSERS = {"baseline": add_baseline}
 
 
 def answered_sets(args: argparse.Namespace) -> dict[str, list[AnsweredItem]]:
@@ -44,17 +47,17 @@ def answered_sets(args: argparse.Namespace) -> dict[str, list[AnsweredItem]]:
     names = args.benchmarks.split(",") if args.benchmarks else list(rules.benchmarks)
     unknown = sorted(set(names) - set(rules.benchmarks))
     if unknown:
-        raise TinyRouterError(f"unknown benchmark(s) {unknown}; choose from "
+        raise UsageError(f"unknown benchmark(s) {unknown}; choose from "
                               f"{list(rules.benchmarks)}")
     if (args.data is None) == (args.sealed is None):
-        raise TinyRouterError("name exactly one source: --data DIR or --sealed DIR")
+        raise UsageError("name exactly one source: --data DIR or --sealed DIR")
     if args.data is not None:
         # Without --benchmarks, whichever benchmarks the folder holds.
         present = names if args.benchmarks else [
-            n for n in names if (args.data / f"{n}.jsonl").is_file()]
+            n for n in names if data_path(args.data, n).is_file()]
         if not present:
-            raise TinyRouterError(f"{args.data} holds no <benchmark>.jsonl training data")
-        return {n: read_training_rows(args.data / f"{n}.jsonl", rules) for n in present}
+            raise UsageError(f"{args.data} holds no <benchmark>.jsonl training data")
+        return {n: read_training_rows(data_path(args.data, n), rules) for n in present}
     opened = open_benchmark(args.sealed, password_from_env(), rules, names)
     return {n: [AnsweredItem.from_dict(row) if isinstance(row, dict) else row
                 for row in opened[n][args.split]] for n in names if n in opened}
@@ -62,14 +65,13 @@ def answered_sets(args: argparse.Namespace) -> dict[str, list[AnsweredItem]]:
 
 def _finish(args: argparse.Namespace, lines: list[str], data: Any) -> int:
     print("\n".join(lines))
-    if args.json_out:
-        write_json(args.json_out, data)
+    write_json_out(args.json_out, data)
     return 0
 
 
 def run_always(args: argparse.Namespace) -> int:
     if args.model not in args.rules.pool_names:
-        raise TinyRouterError(f"{args.model!r} is not a pool model; choose from "
+        raise UsageError(f"{args.model!r} is not a pool model; choose from "
                               f"{list(args.rules.pool_names)}")
     result = {n: baselines.always_model_accuracy(rows, args.model)
               for n, rows in answered_sets(args).items()}
@@ -80,7 +82,7 @@ def run_always(args: argparse.Namespace) -> int:
 
 def run_random(args: argparse.Namespace) -> int:
     if args.seeds < 1:
-        raise TinyRouterError("--seeds must be at least 1")
+        raise UsageError("--seeds must be at least 1")
     result, lines = {}, [f"uniform random router ({args.seeds} seeds):"]
     for name, rows in answered_sets(args).items():
         accs = baselines.random_router_accuracies(rows, args.rules.pool_names, args.seeds)
@@ -117,7 +119,7 @@ def format_report(name: str, report: dict[str, Any]) -> list[str]:
 def run_oracle(args: argparse.Namespace) -> int:
     if args.matrix is not None:
         if args.data is not None or args.sealed is not None:
-            raise TinyRouterError("give --matrix or a data source, not both")
+            raise UsageError("give --matrix or a data source, not both")
         matrices = {args.matrix.name: baselines.load_matrix(args.matrix)}
     else:
         matrices = {n: baselines.matrix_from_answered(rows, args.rules.pool_names)

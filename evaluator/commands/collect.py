@@ -6,49 +6,51 @@ import argparse
 import logging
 from pathlib import Path
 
-from evaluator.answers import LEDGER_FILE, collect_training, data_path, pool_client_factory
 from evaluator.benchmarks.sealing import load_manifest
 from evaluator.benchmarks.splits import load_items
-from evaluator.errors import TrainingError
+from evaluator.collect import collect_training, pool_client_factory
+from evaluator.errors import TrainingError, UsageError
 from evaluator.rules import Competition
+from evaluator.store import MANIFEST_PATH
+from evaluator.train.data import LEDGER_FILE, data_path
 from evaluator.types import Item
 
 log = logging.getLogger(__name__)
 
-MANIFEST = Path("leaderboard") / "manifest.json"
 
-
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "collect", help="collect training data: every pool model's graded answers",
-        description="Ask every pool model for its single-turn Worker answer to the public "
-                    "train items of one benchmark, grade them and append them to "
-                    "OUT/<benchmark>.jsonl. Resumable: items already there are skipped. "
-                    f"Every paid call is recorded in OUT/{LEDGER_FILE}.")
+def add_collect(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Ask every pool model for its single-turn Worker answer to the public train items of "
+        "one benchmark, grade them and append them to OUT/<benchmark>.jsonl. Resumable: items "
+        f"already there are skipped. Every paid call is recorded in OUT/{LEDGER_FILE}.")
     parser.add_argument("--benchmark", required=True)
     parser.add_argument("--split", default="train", choices=("train",),
                         help="only the public train split can be collected")
     parser.add_argument("--out", required=True, help="the training data folder")
     parser.add_argument("--limit", type=int, help="only the first N train items")
     parser.add_argument("--repo", default=".",
-                        help=f"the TinyRouter checkout whose {MANIFEST} lists the train ids")
+                        help=f"the TinyRouter checkout whose {MANIFEST_PATH} lists the train ids")
     parser.add_argument("--source", default="hub",
-                        help="demo (bundled corpus), hub (default), or a local copy of the data")
+                        help="demo (bundled corpus), hub, or a local copy of the data")
     parser.add_argument("--pool-url", help="OpenAI-compatible base URL (default: OpenRouter)")
     parser.set_defaults(func=run)
 
 
-def train_items(benchmark: str, repo: Path, source: str, limit: int | None) -> list[Item]:
+PARSERS = {"collect": add_collect}
+
+
+def train_items(benchmark: str, repo: Path, source: str, limit: int | None,
+                rules: Competition) -> list[Item]:
     """The public train items of a benchmark, in the manifest's order."""
-    path = repo / MANIFEST
+    path = repo / MANIFEST_PATH
     if not path.exists():
-        raise TrainingError(f"no {MANIFEST} in {repo}: collect reads the public train ids "
+        raise TrainingError(f"no {MANIFEST_PATH} in {repo}: collect reads the public train ids "
                             f"from it; pass --repo with a TinyRouter checkout")
     entry = load_manifest(path)["benchmarks"].get(benchmark)
     if entry is None:
         raise TrainingError(f"{path} lists no {benchmark} benchmark")
     ids = entry["train_ids"][:limit] if limit is not None else entry["train_ids"]
-    by_id = {item.id: item for item in load_items(benchmark, source)}
+    by_id = {item.id: item for item in load_items(benchmark, source, rules)}
     items = [by_id[i] for i in ids if i in by_id]
     if not items:
         raise TrainingError(f"none of the {len(ids)} train ids of {benchmark} is in the source "
@@ -62,11 +64,11 @@ def train_items(benchmark: str, repo: Path, source: str, limit: int | None) -> l
 def run(args: argparse.Namespace) -> int:
     rules: Competition = args.rules
     if args.benchmark not in rules.benchmarks:
-        raise TrainingError(f"unknown benchmark {args.benchmark!r}; choose from "
-                            f"{', '.join(rules.benchmarks)}")
+        raise UsageError(f"unknown benchmark {args.benchmark!r}; choose from "
+                         f"{', '.join(rules.benchmarks)}")
     if args.limit is not None and args.limit < 1:
-        raise TrainingError("--limit must be at least 1")
-    items = train_items(args.benchmark, Path(args.repo), args.source, args.limit)
+        raise UsageError("--limit must be at least 1")
+    items = train_items(args.benchmark, Path(args.repo), args.source, args.limit, rules)
     out = Path(args.out)
     path = data_path(out, args.benchmark)
     make_client = pool_client_factory(args.pool_url, out / LEDGER_FILE, rules)

@@ -3,30 +3,30 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from evaluator.files import write_json
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    encoder = sub.add_parser("encoder", help="encoder checkpoints")
-    actions = encoder.add_subparsers(dest="encoder_action", metavar="ACTION", required=True)
-    p = actions.add_parser(
-        "make-tiny", help="write a tiny random Qwen3 and its tokenizer",
-        description="Write a small randomly initialised Qwen3 (safetensors) and a byte-level "
-                    "BPE tokenizer to OUT_DIR, deterministic for a seed, plus the matching "
-                    "rule overrides for --competition.")
+def add_encoder(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="encoder_action", metavar="ACTION", required=True)
+    p = actions.add_parser("make-tiny", help="write a tiny random Qwen3, its tokenizer and the "
+                                             "matching rule overrides for --competition")
     p.add_argument("out_dir", metavar="OUT_DIR")
-    p.add_argument("--seed", type=int, default=0, help="default 0")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     p.add_argument("--competition-out", metavar="FILE",
                    help="where to write the --competition overrides "
                         "(default OUT_DIR/competition.json)")
     p.set_defaults(func=make_tiny)
 
 
-def make_tiny(args: argparse.Namespace) -> int:
-    from pathlib import Path
+PARSERS = {"encoder": add_encoder}
 
+
+def make_tiny(args: argparse.Namespace) -> int:
+    # torch loads only when a checkpoint is made, so --help works on the core install
     from evaluator.coordinator.encoder import encoder_overrides
     from evaluator.coordinator.tiny import make_tiny as build
-    from evaluator.files import write_json
 
     path = build(args.out_dir, seed=args.seed)
     overrides = encoder_overrides(path)

@@ -13,24 +13,21 @@ import os
 import re
 from pathlib import Path, PurePosixPath
 
+from evaluator.commands.output import set_outputs
+from evaluator.commands.reports import render_result
 from evaluator.errors import GitHubError
-from evaluator.github import (
-    FOLDER_PATTERN,
-    SHA1_PATTERN,
-    GitHub,
-    fetch_submission,
-    push_paths,
-)
-from evaluator.rules import NAME_PATTERN
+from evaluator.github import GitHub, fetch_submission, push_paths
+from evaluator.records import KING, OUTCOMES
+from evaluator.rules import NAME_RE, is_commit_sha, is_name, is_pr_number
+from evaluator.store import LEADERBOARD_DIR, parse_submission_path, submission_path
 
-PR_PATTERN = re.compile(r"^[1-9][0-9]{0,9}$")
 GATES_MARKER = "<!-- tinyrouter:gates -->"
 EVALUATION_MARKER = "<!-- tinyrouter:evaluation -->"
-OUTCOMES = ("king", "lost", "rejected")
+WORKFLOW_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}", re.ASCII)  # a workflow file name, a ref
+INPUT_VALUE_RE = re.compile(r"[A-Za-z0-9_.-]{0,64}", re.ASCII)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    gh = sub.add_parser("gh", help="GitHub steps of the workflows (PR data, comments, pushes)")
+def add_gh(gh: argparse.ArgumentParser) -> None:
     gh.add_argument("--repository", default=os.environ.get("GITHUB_REPOSITORY", ""),
                     help="owner/name (default $GITHUB_REPOSITORY)")
     verbs = gh.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -50,46 +47,52 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     files = verb("changed-files", "write the PR's changes as `git diff --name-status`",
                  run_changed_files)
-    files.add_argument("--out", type=Path, required=True)
+    files.add_argument("--out", type=Path, required=True, help="where to write them")
 
     fetch = verb("fetch-submission", "copy the PR head's submission folder in as data",
                  run_fetch, pr=False)
     fetch.add_argument("--head-sha", required=True)
     fetch.add_argument("--submission", required=True, help="submissions/<login>/<n>")
-    fetch.add_argument("--repo", type=Path, default=Path("."), help="base checkout (default .)")
-    fetch.add_argument("--remote", default="origin")
+    fetch.add_argument("--repo", type=Path, default=Path("."), help="base checkout")
+    fetch.add_argument("--remote", default="origin", help="git remote to fetch the head from")
 
     comment = verb("comment", "create or update the PR's one comment with MARKER", run_comment)
-    comment.add_argument("--marker", required=True)
-    comment.add_argument("--body-file", type=Path, required=True)
+    comment.add_argument("--marker", required=True, help="the HTML comment that marks it")
+    comment.add_argument("--body-file", type=Path, required=True, help="its Markdown body")
 
     label = verb("label", "add and remove PR labels", run_label)
-    label.add_argument("--add", action="append", default=[])
-    label.add_argument("--remove", action="append", default=[])
+    label.add_argument("--add", action="append", default=[], help="a label to add (repeatable)")
+    label.add_argument("--remove", action="append", default=[],
+                       help="a label to remove (repeatable)")
 
     verb("close", "close the PR", run_close)
 
     merge = verb("merge", "merge the PR only if its head is still SHA", run_merge)
-    merge.add_argument("--sha", required=True)
-    merge.add_argument("--method", choices=("merge", "squash", "rebase"), default="merge")
+    merge.add_argument("--sha", required=True, help="the head SHA the merge is guarded by")
+    merge.add_argument("--method", choices=("merge", "squash", "rebase"), default="merge",
+                       help="GitHub's merge method")
 
     conclude = verb("conclude", "comment an evaluation result, then merge (king) or close",
                     run_conclude)
     conclude.add_argument("--sha", required=True, help="the approved, evaluated head SHA")
-    conclude.add_argument("--result", type=Path, required=True)
+    conclude.add_argument("--result", type=Path, required=True, help="the public RESULT.json")
 
     dispatch = verb("dispatch", "start a workflow_dispatch workflow", run_dispatch, pr=False)
     dispatch.add_argument("--workflow", required=True, help="file name, e.g. pages.yml")
-    dispatch.add_argument("--ref", default="main")
-    dispatch.add_argument("--input", action="append", default=[], metavar="KEY=VALUE")
+    dispatch.add_argument("--ref", default="main", help="the branch to run it on")
+    dispatch.add_argument("--input", action="append", default=[], metavar="KEY=VALUE",
+                          help="a workflow input (repeatable)")
 
     push = verb("push-leaderboard", "commit leaderboard/ and push (fetch, rebase, push)",
                 run_push, pr=False)
-    push.add_argument("--repo", type=Path, default=Path("."))
-    push.add_argument("--message", required=True)
-    push.add_argument("--remote", default="origin")
-    push.add_argument("--branch", default="main")
-    push.add_argument("--retries", type=int, default=5)
+    push.add_argument("--repo", type=Path, default=Path("."), help="the checkout to push from")
+    push.add_argument("--message", required=True, help="the commit message")
+    push.add_argument("--remote", default="origin", help="git remote")
+    push.add_argument("--branch", default="main", help="branch to push to")
+    push.add_argument("--retries", type=int, default=5, help="rebase-and-push attempts")
+
+
+PARSERS = {"gh": add_gh}
 
 
 # ---------------------------------------------------------------- inputs and outputs
@@ -108,29 +111,19 @@ def _pr(args: argparse.Namespace) -> int:
     event = _event()
     value = args.pr or (event.get("pull_request") or {}).get("number") or \
         (event.get("inputs") or {}).get("pr")
-    if not PR_PATTERN.match(str(value or "")):
+    if not is_pr_number(str(value or "")):
         raise GitHubError(f"pull request number {value!r} is not a positive whole number")
     return int(value)
 
 
 def _sha(value: object, what: str = "head SHA") -> str:
-    if not SHA1_PATTERN.match(str(value or "")):
+    if not is_commit_sha(str(value or "")):
         raise GitHubError(f"{what} {value!r} is not a full lowercase commit SHA")
     return str(value)
 
 
 def _client(args: argparse.Namespace) -> GitHub:
     return GitHub.from_env(args.repository)
-
-
-def _set_outputs(values: dict[str, str]) -> None:
-    """Print `key=value` lines and append them to $GITHUB_OUTPUT (values are pre-validated)."""
-    lines = "".join(f"{key}={value}\n" for key, value in values.items())
-    print(lines, end="")
-    target = os.environ.get("GITHUB_OUTPUT")
-    if target:
-        with open(target, "a", encoding="utf-8") as handle:
-            handle.write(lines)
 
 
 def submission_folder(paths: list[str], author: str) -> str:
@@ -142,9 +135,9 @@ def submission_folder(paths: list[str], author: str) -> str:
         parts = PurePosixPath(path).parts
         if len(parts) >= 3 and parts[0] == "submissions":
             folder = "/".join(parts[:3])
-            if FOLDER_PATTERN.match(folder):
+            if parse_submission_path(folder) is not None:
                 return folder
-    return f"submissions/{author}/1"
+    return submission_path(author, 1)
 
 
 # ---------------------------------------------------------------- handlers
@@ -152,7 +145,7 @@ def submission_folder(paths: list[str], author: str) -> str:
 def run_pr_info(args: argparse.Namespace) -> int:
     number, github = _pr(args), _client(args)
     pull = github.pull(number)
-    if not NAME_PATTERN.match(pull.author):
+    if not is_name(pull.author):
         raise GitHubError(f"PR author {pull.author!r} is not a valid GitHub login")
     head = _sha(pull.head_sha)
     event = _event()
@@ -167,7 +160,7 @@ def run_pr_info(args: argparse.Namespace) -> int:
         raise GitHubError(f"PR #{number} lacks the {args.require_label!r} label; "
                           "its gates have not passed at this head")
     paths = [f.path for f in github.changed_files(number) if f.status == "added"]
-    _set_outputs({"pr": str(number), "author": pull.author, "head_sha": head,
+    set_outputs({"pr": str(number), "author": pull.author, "head_sha": head,
                   "submission": submission_folder(paths, pull.author)})
     return 0
 
@@ -198,8 +191,8 @@ def run_comment(args: argparse.Namespace) -> int:
 
 def run_label(args: argparse.Namespace) -> int:
     for name in args.add + args.remove:
-        if not NAME_PATTERN.match(name):
-            raise GitHubError(f"label {name!r} must match {NAME_PATTERN.pattern}")
+        if not is_name(name):
+            raise GitHubError(f"label {name!r} must match {NAME_RE.pattern}")
     number, github = _pr(args), _client(args)
     for name in args.remove:
         github.remove_label(number, name)
@@ -223,8 +216,6 @@ def run_merge(args: argparse.Namespace) -> int:
 
 
 def run_conclude(args: argparse.Namespace) -> int:
-    from evaluator.evaluate import render_report
-
     number, sha = _pr(args), _sha(args.sha)
     result = json.loads(args.result.read_text(encoding="utf-8"))
     if result.get("pr") != number or result.get("head_sha") != sha:
@@ -233,8 +224,8 @@ def run_conclude(args: argparse.Namespace) -> int:
     if result.get("outcome") not in OUTCOMES:
         raise GitHubError(f"unknown outcome {result.get('outcome')!r}")
     github = _client(args)
-    github.upsert_comment(number, EVALUATION_MARKER, render_report("comment", result, args.rules))
-    if result["outcome"] == "king":
+    github.upsert_comment(number, EVALUATION_MARKER, render_result("comment", result, args.rules))
+    if result["outcome"] == KING:
         github.merge(number, sha)
         print(f"new king: merged PR #{number} at {sha[:12]}")
     else:
@@ -247,10 +238,10 @@ def run_dispatch(args: argparse.Namespace) -> int:
     inputs = {}
     for item in args.input:
         key, sep, value = item.partition("=")
-        if not sep or not NAME_PATTERN.match(key) or not re.match(r"^[A-Za-z0-9_.-]{0,64}$", value):
+        if not sep or not is_name(key) or not INPUT_VALUE_RE.fullmatch(value):
             raise GitHubError(f"--input {item!r} must be KEY=VALUE of plain names")
         inputs[key] = value
-    if not re.match(r"^[A-Za-z0-9_.-]{1,64}$", args.workflow) or not NAME_PATTERN.match(args.ref):
+    if not WORKFLOW_RE.fullmatch(args.workflow) or not is_name(args.ref):
         raise GitHubError("--workflow and --ref must be plain names")
     _client(args).dispatch(args.workflow, args.ref, inputs)
     print(f"dispatched {args.workflow} on {args.ref}")
@@ -258,7 +249,7 @@ def run_dispatch(args: argparse.Namespace) -> int:
 
 
 def run_push(args: argparse.Namespace) -> int:
-    pushed = push_paths(args.repo, ["leaderboard"], args.message, args.remote, args.branch,
+    pushed = push_paths(args.repo, [LEADERBOARD_DIR], args.message, args.remote, args.branch,
                         args.retries)
     print(f"pushed leaderboard/ to {args.remote}/{args.branch}" if pushed
           else "leaderboard/ unchanged; nothing to push")

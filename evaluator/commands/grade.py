@@ -9,15 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.benchmarks import BENCHMARK_REGISTRY, Grade, grade_batch
-from evaluator.errors import BenchmarkError
+from evaluator.errors import BenchmarkError, UsageError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "grade", help="grade a response (or a batch of cases) as the evaluator does",
-        description="Grade one response read from --response-file or stdin against "
-                    "--reference, or grade a JSONL batch of cases (--batch). Prints one JSON "
-                    'line {"correct", "extracted", "error"} per case.')
+def add_grade(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Grade one response read from --response-file or stdin against "
+                          "--reference, or grade a JSONL batch of cases (--batch). Prints one "
+                          'JSON line {"correct", "extracted", "error"} per case.')
     parser.add_argument("benchmark", nargs="?", choices=list(BENCHMARK_REGISTRY),
                         help="the benchmark whose grader to use (single mode)")
     parser.add_argument("--reference", metavar="REF",
@@ -32,13 +30,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+PARSERS = {"grade": add_grade}
+
+
 def run(args: argparse.Namespace) -> int:
     if args.batch:
         if args.benchmark or args.reference or args.response_file:
-            raise BenchmarkError("--batch takes no BENCHMARK, --reference or --response-file")
+            raise UsageError("--batch takes no BENCHMARK, --reference or --response-file")
         return run_batch(args.batch, args.workers)
     if not args.benchmark or args.reference is None:
-        raise BenchmarkError("give BENCHMARK and --reference REF (or --batch CASES.jsonl)")
+        raise UsageError("give BENCHMARK and --reference REF (or --batch CASES.jsonl)")
     response = _read_text(args.response_file)
     [grade] = grade_batch([{"benchmark": args.benchmark, "response": response,
                             "reference": _reference(args.benchmark, args.reference)}])

@@ -6,46 +6,53 @@ import argparse
 import json
 from pathlib import Path
 
+from evaluator.commands.output import write_text_out
+from evaluator.commands.reports import render_result
 from evaluator.errors import LeaderboardError
-from evaluator.evaluate import render_report
-from evaluator.files import write_atomic
 from evaluator.leaderboard import apply_result, check_result, seed_king, validate_state
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    board = sub.add_parser("leaderboard", help="validate and update leaderboard/ state")
+def add_leaderboard(board: argparse.ArgumentParser) -> None:
     verbs = board.add_subparsers(dest="verb", metavar="VERB", required=True)
 
-    check = verbs.add_parser("validate", help="check every leaderboard file against its schema")
+    check = verbs.add_parser("validate", help="check every leaderboard file against its schema "
+                                              "and the others")
     check.add_argument("results", nargs="*", type=Path,
                        help="result records to check too (e.g. an evaluation artifact)")
-    check.add_argument("--repo", type=Path, default=Path("."), help="repository root (default .)")
+    check.add_argument("--repo", type=Path, default=Path("."), help="repository root")
     check.set_defaults(func=run_validate)
 
     apply = verbs.add_parser("apply", help="record one result (idempotent, atomic)")
     apply.add_argument("result", type=Path, help="RESULT.json written by `tinyrouter evaluate`")
-    apply.add_argument("--repo", type=Path, default=Path("."), help="repository root (default .)")
+    apply.add_argument("--repo", type=Path, default=Path("."), help="repository root")
     apply.set_defaults(func=run_apply)
 
     seed = verbs.add_parser("seed-king", help="install the first king (maintainer)")
     seed.add_argument("submission", type=Path, help="submissions/<login>/<n>, committed")
     seed.add_argument("--result", type=Path, required=True,
                       help="its RESULT.json from `tinyrouter evaluate` (no king reigning)")
-    seed.add_argument("--repo", type=Path, default=Path("."), help="repository root (default .)")
+    seed.add_argument("--repo", type=Path, default=Path("."), help="repository root")
     seed.set_defaults(func=run_seed)
 
     render = verbs.add_parser("render", help="a result as the PR comment or the job summary")
-    render.add_argument("result", type=Path)
-    render.add_argument("--template", choices=("comment", "summary"), default="comment")
-    render.add_argument("--out", type=Path, help="write here instead of printing")
+    render.add_argument("result", type=Path, help="a public RESULT.json")
+    render.add_argument("--template", choices=("comment", "summary"), default="comment",
+                        help="which rendering")
+    render.add_argument("--out", default="-", help="where to write it (- for stdout)")
     render.set_defaults(func=run_render)
+
+
+PARSERS = {"leaderboard": add_leaderboard}
 
 
 def load_result(path: Path) -> dict:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise LeaderboardError(f"cannot read the result {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise LeaderboardError(f"{path} is not a result record (a JSON object)")
+    return data
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -79,9 +86,5 @@ def run_seed(args: argparse.Namespace) -> int:
 def run_render(args: argparse.Namespace) -> int:
     result = load_result(args.result)
     check_result(result, args.rules, str(args.result))
-    text = render_report(args.template, result, args.rules)
-    if args.out:
-        write_atomic(args.out, text)
-    else:
-        print(text, end="")
+    write_text_out(args.out, render_result(args.template, result, args.rules))
     return 0

@@ -7,18 +7,19 @@ import argparse
 from evaluator.pool.ledger import verify_ledger
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("ledger", help="inspect cost ledgers")
+def add_ledger(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
     verify = actions.add_parser(
-        "verify", help="check a ledger's hash chain; print entries, total cost and head hash",
-        description="Exit 1 naming the first bad line when a line was edited, deleted, "
-                    "inserted or reordered.")
+        "verify", help="check a ledger's hash chain; print entries, total cost and head hash "
+                       "(exit 1 naming the first edited, deleted, inserted or reordered line)")
     verify.add_argument("file", metavar="FILE", help="the JSONL cost ledger")
     verify.add_argument("--head", metavar="HASH",
                         help="also require the chain to end at this hash (a receipt's "
                              "ledger_head), which catches lines removed from the end")
     verify.set_defaults(func=run_verify)
+
+
+PARSERS = {"ledger": add_ledger}
 
 
 def run_verify(args: argparse.Namespace) -> int:

@@ -5,19 +5,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from evaluator import train
 
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("pack", help="write a run's head as submissions/<login>/<next generation>/")
+def add_pack(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-dir", type=Path, required=True, help="experiments/<run>")
     p.add_argument("--miner-name", required=True, help="your GitHub login")
-    p.add_argument("--repo", type=Path, default=Path("."), help="repository root (default .)")
+    p.add_argument("--repo", type=Path, default=Path("."), help="repository root")
     p.set_defaults(func=run)
 
 
+PARSERS = {"pack": add_pack}
+
+
 def run(args: argparse.Namespace) -> int:
-    folder = train.pack(args.run_dir, args.miner_name, args.repo, args.rules)
+    from evaluator.submission.pack import pack  # the trainer's run files: only when packing
+
+    folder = pack(args.run_dir, args.miner_name, args.repo, args.rules)
     shown = folder.relative_to(args.repo) if folder.is_relative_to(args.repo) else folder
     print(f"wrote {shown}")
     print(f"next: tinyrouter preflight {shown}")

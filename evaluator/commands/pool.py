@@ -8,49 +8,46 @@ from pathlib import Path
 
 from evaluator.errors import PoolError
 from evaluator.pool.client import BASE_URL_ENV
-from evaluator.pool.simulator import Simulator, SimulatorServer, read_corpus
+from evaluator.pool.corpus import load_corpus, load_personas, read_corpus
+from evaluator.pool.simulator import Simulator, SimulatorServer
+from evaluator.rules import Competition
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("pool", help="the LLM pool")
+def add_pool(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="pool_command", metavar="ACTION", required=True)
     simulate = actions.add_parser(
-        "simulate", help="serve an OpenAI-compatible pool simulator on 127.0.0.1",
-        description="Personas named like the pool models answer corpus items right or wrong "
-                    "by their skills, deterministically from the seed.")
+        "simulate", help="serve an OpenAI-compatible pool simulator on 127.0.0.1: personas named "
+                         "like the pool models answer corpus items right or wrong by their "
+                         "skills, deterministically from the seed")
     simulate.add_argument("--corpus", metavar="FILE", action="append", type=Path,
                           help="corpus JSONL (Item fields + responses.right/.wrong); "
                                "repeatable; default: the bundled demo corpus")
     simulate.add_argument("--personas", metavar="FILE", type=Path,
                           help="persona skills JSON; default: the bundled personas")
-    simulate.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    simulate.add_argument("--port", type=int, default=0, help="port (0: a free one)")
     simulate.add_argument("--seed", type=int, default=0, help="seed of the right/wrong draws")
     simulate.set_defaults(func=run_simulate)
 
 
-def load_inputs(corpus_files: list[Path] | None, personas_file: Path | None) -> tuple[list, dict]:
-    if corpus_files:
-        corpus = [entry for path in corpus_files for entry in read_corpus(path)]
-    else:
-        from evaluator.pool.corpus import load_corpus
-        corpus = load_corpus()
-    if personas_file:
-        try:
-            personas = json.loads(personas_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise PoolError(f"cannot read personas from {personas_file}: {exc}") from exc
-    else:
-        from evaluator.pool.corpus import load_personas
-        personas = load_personas()
+PARSERS = {"pool": add_pool}
+
+
+def load_inputs(corpus_files: list[Path] | None, personas_file: Path | None,
+                rules: Competition) -> tuple[list, dict]:
+    corpus = ([entry for path in corpus_files for entry in read_corpus(path)] if corpus_files
+              else load_corpus(rules))
+    if not personas_file:
+        return corpus, load_personas(rules)
+    try:
+        personas = json.loads(personas_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PoolError(f"cannot read personas from {personas_file}: {exc}") from exc
     return corpus, personas
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    try:
-        corpus, personas = load_inputs(args.corpus, args.personas)
-    except OSError as exc:
-        raise PoolError(f"cannot read the corpus: {exc}") from exc
-    simulator = Simulator(corpus, personas, seed=args.seed, rules=args.rules)
+    corpus, personas = load_inputs(args.corpus, args.personas, args.rules)
+    simulator = Simulator(corpus, personas, args.rules, seed=args.seed)
     try:
         server = SimulatorServer(simulator, port=args.port)
     except OSError as exc:

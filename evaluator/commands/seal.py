@@ -7,7 +7,6 @@ import json
 import os
 from pathlib import Path
 
-from evaluator.answers import LEDGER_FILE, answer_items, pool_client_factory
 from evaluator.benchmarks.sealing import (
     DIR_ENV,
     OFFICIAL_KDF,
@@ -22,54 +21,55 @@ from evaluator.benchmarks.sealing import (
     verify_benchmark,
 )
 from evaluator.benchmarks.splits import load_items, seed_from_env
-from evaluator.errors import BenchmarkError
+from evaluator.collect import answer_items, pool_client_factory
+from evaluator.errors import BenchmarkError, UsageError
 from evaluator.files import write_json
 from evaluator.rules import SPLITS, Competition
+from evaluator.store import MANIFEST_PATH
+from evaluator.train.data import LEDGER_FILE
 from evaluator.types import AnsweredItem, Item
 
-DEFAULT_MANIFEST = "leaderboard/manifest.json"
+DEFAULT_MANIFEST = str(MANIFEST_PATH)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    seal = sub.add_parser(
-        "seal", help="draw, answer and seal the hidden benchmark splits (maintainer)",
-        description="Draw the hidden splits with the secret BENCHMARK_SEED, collect each pool "
-                    "model's cached answers, seal every split with BENCHMARK_PASSWORD into "
-                    "OUT_DIR and write the public manifest. Both secrets come from the "
-                    "environment only.")
+def add_seal(seal: argparse.ArgumentParser) -> None:
+    seal.description = ("Draw the hidden splits with the secret BENCHMARK_SEED, collect each pool "
+                        "model's cached answers, seal every split with BENCHMARK_PASSWORD into "
+                        "OUT_DIR and write the public manifest. Both secrets come from the "
+                        "environment only.")
     seal.add_argument("--source", default="hub",
-                      help="demo (bundled corpus), hub (default), or a local copy of the data")
+                      help="demo (bundled corpus), hub, or a local copy of the data")
     seal.add_argument("--out-dir", default=os.environ.get(DIR_ENV),
                       help=f"where the sealed files go, outside the repository "
                            f"(default: ${DIR_ENV})")
-    seal.add_argument("--manifest", default=DEFAULT_MANIFEST, help="%(default)s")
+    seal.add_argument("--manifest", default=DEFAULT_MANIFEST, help="the public manifest to write")
     seal.add_argument("--benchmarks", help="comma-separated subset (default: all)")
     seal.add_argument("--pool-url", help="OpenAI-compatible base URL (default: OpenRouter)")
     seal.add_argument("--ledger", help=f"cost ledger (default: OUT_DIR/{LEDGER_FILE})")
     seal.add_argument("--force", action="store_true", help="replace existing sealed files")
     seal.add_argument("--kdf-log2n", type=int, default=OFFICIAL_KDF.log2_n,
-                      help="scrypt cost as log2(N); lower only for tests and demos "
-                           "(default: %(default)s)")
+                      help="scrypt cost as log2(N); lower only for tests and demos")
     seal.set_defaults(func=run_seal)
 
-    verify = sub.add_parser(
-        "verify-benchmark", help="decrypt the sealed benchmark and check it against the manifest",
-        description="Decrypt every sealed split (password from BENCHMARK_PASSWORD) and check "
-                    "its count against the rules and its count and commitment against the "
-                    "manifest. Prints counts only, never an item.")
+
+def add_verify(verify: argparse.ArgumentParser) -> None:
+    verify.description = ("Decrypt every sealed split (password from BENCHMARK_PASSWORD) and "
+                          "check its count against the rules and its count and commitment "
+                          "against the manifest. Prints counts only, never an item.")
     verify.add_argument("--dir", default=os.environ.get(DIR_ENV),
                         help=f"the sealed benchmark (default: ${DIR_ENV})")
-    verify.add_argument("--manifest", default=DEFAULT_MANIFEST, help="%(default)s")
+    verify.add_argument("--manifest", default=DEFAULT_MANIFEST, help="the public manifest")
     verify.add_argument("--revealed", nargs="+", metavar="FILE",
                         help="instead, check revealed splits (from `tinyrouter reveal`) against "
                              "the manifest; needs no password")
     verify.set_defaults(func=run_verify)
 
-    reveal = sub.add_parser(
-        "reveal", help="publish a retired split: its items and commitment salt (maintainer)",
-        description="Decrypt one split and write its rows with the salt of its manifest "
-                    "commitment, so anyone can check it with `verify-benchmark --revealed`. "
-                    "Only for a split that is being retired: its items become public.")
+
+def add_reveal(reveal: argparse.ArgumentParser) -> None:
+    reveal.description = ("Decrypt one split and write its rows with the salt of its manifest "
+                          "commitment, so anyone can check it with `verify-benchmark "
+                          "--revealed`. Only for a split that is being retired: its items "
+                          "become public.")
     reveal.add_argument("--dir", default=os.environ.get(DIR_ENV),
                         help=f"the sealed benchmark (default: ${DIR_ENV})")
     reveal.add_argument("--split", required=True, metavar="BENCHMARK.SPLIT",
@@ -78,9 +78,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     reveal.set_defaults(func=run_reveal)
 
 
+PARSERS = {"seal": add_seal, "verify-benchmark": add_verify, "reveal": add_reveal}
+
+
 def _directory(value: str | None, flag: str) -> Path:
     if not value:
-        raise BenchmarkError(f"pass {flag} or set {DIR_ENV}")
+        raise UsageError(f"pass {flag} or set {DIR_ENV}")
     return Path(value)
 
 
@@ -105,7 +108,7 @@ def run_seal(args: argparse.Namespace) -> int:
                              f"pass --force to replace them")
     kdf = KdfParams(args.kdf_log2n, OFFICIAL_KDF.r, OFFICIAL_KDF.p)
     kdf.check()
-    items = {b: load_items(b, args.source) for b in benchmarks}
+    items = {b: load_items(b, args.source, rules) for b in benchmarks}
     ledger = Path(args.ledger) if args.ledger else out_dir / LEDGER_FILE
     make_client = pool_client_factory(args.pool_url, ledger, rules)
     answered: list[AnsweredItem] = []
@@ -153,8 +156,8 @@ def run_verify(args: argparse.Namespace) -> int:
 def run_reveal(args: argparse.Namespace) -> int:
     benchmark, _, split = args.split.partition(".")
     if benchmark not in args.rules.benchmarks or split not in SPLITS:
-        raise BenchmarkError(f"--split must be BENCHMARK.SPLIT, e.g. math500.eval; "
-                             f"got {args.split!r}")
+        raise UsageError(f"--split must be BENCHMARK.SPLIT, e.g. math500.eval; "
+                         f"got {args.split!r}")
     record = reveal_split(_directory(args.dir, "--dir"), benchmark, split, password_from_env())
     write_json(args.out, record)
     print(f"wrote {args.out}: {benchmark} {split}, {len(record['rows'])} items in the open")

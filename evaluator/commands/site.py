@@ -5,24 +5,28 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from evaluator.site import build_site
+from evaluator.store import Store
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    site = sub.add_parser("site", help="build the leaderboard site")
-    actions = site.add_subparsers(dest="site_command", metavar="ACTION", required=True)
+def add_site(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="site_command", metavar="ACTION", required=True)
     build = actions.add_parser("build", help="build the whole site with MkDocs (strict)")
-    build.add_argument("--leaderboard", metavar="DIR", type=Path, default=None,
-                       help="leaderboard folder to read (default: REPO/leaderboard)")
-    build.add_argument("--out", metavar="DIR", type=Path, default=None,
-                       help="output folder (default: mkdocs.yml's site_dir, public/)")
     build.add_argument("--repo", metavar="DIR", type=Path, default=Path("."),
-                       help="repository root holding mkdocs.yml, site/ and templates/ "
-                            "(default: the current folder)")
+                       help="repository whose leaderboard/ to show")
+    build.add_argument("--leaderboard", metavar="DIR", type=Path,
+                       help="another leaderboard folder to show (default: REPO/leaderboard)")
+    build.add_argument("--out", metavar="DIR", type=Path, default=Path("public"),
+                       help="output folder (emptied first; refused unless empty or a site)")
     build.set_defaults(func=run_build)
 
 
+PARSERS = {"site": add_site}
+
+
 def run_build(args: argparse.Namespace) -> int:
-    out = build_site(args.repo, args.out, leaderboard_dir=args.leaderboard, rules=args.rules)
+    from evaluator.site import build_site  # MkDocs and matplotlib: only when building
+
+    board = args.leaderboard or Store(args.repo).root
+    out = build_site(args.out, board, args.rules)
     print(f"site built: {out / 'index.html'}")
     return 0

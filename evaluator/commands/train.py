@@ -5,23 +5,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tqdm import tqdm
-
-from evaluator import train
-from evaluator.answers import LEDGER_FILE as DATA_LEDGER
-from evaluator.errors import TrainingError
+TRAINING_OPTIONS = ("generations", "popsize", "sigma0", "minibatch", "scales_step", "shrink")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train a routing head with separable CMA-ES")
+def add_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmarks", required=True, help="comma-separated, e.g. "
                    "math500,mmlu,livecodebench")
     p.add_argument("--run-name", required=True, help="the run's folder under --experiments")
     p.add_argument("--data", type=Path, default=Path("data"),
-                   help="training data from `tinyrouter collect` (default ./data)")
+                   help="training data from `tinyrouter collect`")
     p.add_argument("--encoder", help="hub id or local directory (default: the rules' encoder)")
     p.add_argument("--experiments", type=Path, default=Path("experiments"),
-                   help="where runs live (default ./experiments)")
+                   help="where runs live")
     p.add_argument("--generations", type=int, help="generations to reach (default: the rules')")
     p.add_argument("--popsize", type=int, help="population (default 4 + ⌊3 ln n⌋)")
     p.add_argument("--sigma0", type=float, help="initial step size (default: the rules')")
@@ -32,11 +27,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shrink", type=float, help="weight, 0 to 1, of the model's rate on the "
                    "question's category in each answer's correctness; 0 scores each cached answer "
                    "alone (default: the rules')")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="the run's seed")
     p.add_argument("--live", action="store_true",
                    help="add multi-turn fitness through the pool (ledgered, costs money)")
     p.add_argument("--live-items", type=int, default=2,
-                   help="with --live: questions per benchmark and generation (default 2)")
+                   help="with --live: questions per benchmark and generation")
     p.add_argument("--pool-url", help="with --live: the pool's base URL (default OpenRouter, "
                    "or $OPENROUTER_BASE_URL)")
     p.add_argument("--resume", action="store_true", help="continue the run from its checkpoint")
@@ -46,44 +41,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def config_from(args: argparse.Namespace) -> train.TrainConfig:
-    rules = args.rules
-    config = train.TrainConfig(
-        benchmarks=tuple(b for b in args.benchmarks.split(",") if b),
-        generations=args.generations or rules.train_generations,
-        popsize=args.popsize or rules.train_popsize,
-        sigma0=args.sigma0 or rules.train_sigma0,
-        minibatch=args.minibatch or rules.train_minibatch,
-        seed=args.seed, encoder=args.encoder or rules.encoder_id,
-        scales_step=args.scales_step or rules.train_scales_step,
-        shrink=rules.train_shrink if args.shrink is None else args.shrink,
-        data=str(args.data), live=args.live, live_items=args.live_items if args.live else 0)
-    if (config.generations < 1 or config.popsize < 2 or config.minibatch < 1
-            or config.sigma0 <= 0 or config.scales_step <= 0
-            or (args.live and args.live_items < 1)):
-        raise TrainingError("--generations, --popsize (≥ 2), --minibatch, --sigma0, "
-                            "--scales-step and --live-items must be positive")
-    train.check_shrink(config.shrink)
-    return config
+PARSERS = {"train": add_train}
 
 
 def run(args: argparse.Namespace) -> int:
+    # the trainer and torch load only when training runs, so --help works on the core install
+    from tqdm import tqdm
+
+    from evaluator.train.data import LEDGER_FILE, load_training_set
+    from evaluator.train.fitness import encoder_featurizer
+    from evaluator.train.live import pool_live_fitness
+    from evaluator.train.run import TrainConfig, run_training
+
     rules = args.rules
-    config = config_from(args)
+    config = TrainConfig.resolve(
+        rules, tuple(b for b in args.benchmarks.split(",") if b), seed=args.seed,
+        encoder=args.encoder or rules.encoder_id, data=str(args.data), live=args.live,
+        live_items=args.live_items if args.live else 0,
+        **{name: getattr(args, name) for name in TRAINING_OPTIONS})
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
-    data = train.load_training_set(args.data, config.benchmarks, rules)
+    data = load_training_set(args.data, config.benchmarks, rules)
     run_dir = args.experiments / args.run_name
     encoder, live = config.encoder, None
     if config.live:
-        from evaluator.coordinator import load_encoder
+        from evaluator.coordinator.router import load_router
 
-        encoder = load_encoder(config.encoder, rules=rules)
-        live = train.pool_live_fitness(data, encoder, args.pool_url, run_dir / train.LEDGER_FILE,
-                                       rules, config.seed, config.live_items)
-    featurizer = train.encoder_featurizer(encoder, data, rules)
+        router = load_router(config.encoder, rules)
+        encoder = router.encoder
+        live = pool_live_fitness(data, router, args.pool_url, run_dir / LEDGER_FILE, rules,
+                                 config.seed, config.live_items)
+    featurizer = encoder_featurizer(encoder, data, rules)
     bar = tqdm(total=config.generations, desc=args.run_name, unit="gen",
                disable=args.no_progress)
 
@@ -92,9 +82,9 @@ def run(args: argparse.Namespace) -> int:
         bar.set_postfix(best=f"{entry['best']:.4f}", mean=f"{entry['mean']:.4f}")
 
     try:
-        summary = train.run_training(run_dir, config, data, featurizer, rules,
-                                     resume=args.resume, ledger_source=args.data / DATA_LEDGER,
-                                     on_generation=progress, live=live)
+        summary = run_training(run_dir, config, data, featurizer, rules, resume=args.resume,
+                               ledger_source=args.data / LEDGER_FILE, on_generation=progress,
+                               live=live)
     finally:
         bar.close()
     print(f"{run_dir}: {summary['optimizer']['generations']} generations, "

@@ -1,6 +1,6 @@
-"""The coordinator: frozen Qwen3 encoder, SVF, routing head, policy and the prefix cache.
+"""The coordinator: frozen Qwen3 encoder, SVF, routing head, the router and the prefix cache.
 
-`encoder` is the only module that imports transformers; it loads lazily from here so
+`encoder` is the only module that imports transformers; names load lazily from here so
 commands that never encode stay quick to start.
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 
 _LAZY = {
     "Encoder": "encoder", "load_encoder": "encoder", "competition_for_encoder": "encoder",
-    "make_tiny": "tiny", "Policy": "policy", "PrefixCache": "prefix",
-    "CachedFeaturizer": "prefix", "features": "prefix", "model_probs": "head",
+    "make_tiny": "tiny", "Router": "router", "load_router": "router", "PrefixCache": "prefix",
+    "CachedFeaturizer": "prefix", "features": "prefix", "prefix_of": "prefix",
 }
 __all__ = sorted(_LAZY)
 

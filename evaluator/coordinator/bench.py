@@ -19,9 +19,15 @@ import numpy as np
 import torch
 
 from evaluator.coordinator import head as routing
-from evaluator.coordinator.encoder import Encoder, competition_for_encoder, load_encoder
-from evaluator.coordinator.prefix import FROZEN_INPUT, features
+from evaluator.coordinator.encoder import (
+    Encoder,
+    competition_for_encoder,
+    load_encoder,
+    random_model,
+)
+from evaluator.coordinator.prefix import FROZEN_INPUT, build_prefix, features
 from evaluator.coordinator.svf import SVF
+from evaluator.coordinator.tiny import make_tiny
 from evaluator.rules import OFFICIAL
 
 # Qwen/Qwen3-0.6B's architecture beyond the rules' hidden size and depth (same compute).
@@ -53,12 +59,8 @@ class BenchConfig:
 def build_encoder(config: BenchConfig, workdir: str) -> Encoder:
     """The tiny checkpoint through the real loading code, or a random Qwen3-0.6B body."""
     if config.shape == "tiny":
-        from evaluator.coordinator.tiny import make_tiny
-
         path = make_tiny(workdir, seed=config.seed)
-        return load_encoder(str(path), config.device, competition_for_encoder(path))
-    from evaluator.coordinator.encoder import random_model
-
+        return load_encoder(str(path), competition_for_encoder(path, OFFICIAL), config.device)
     dtype = torch.bfloat16 if config.device.startswith("cuda") else torch.float32
     shape = {**QWEN3_0_6B, "hidden_size": OFFICIAL.hidden_size,
              "num_hidden_layers": OFFICIAL.num_layers}
@@ -127,7 +129,7 @@ def run(config: BenchConfig) -> dict[str, Any]:
                  for t in thetas]
         encoder.features_from_ids(ids, split[0][1])  # warm-up
         forms = {"svf_form_naive": dict(encoder.svf.forms)}
-        features(encoder.prefix_from_ids(ids), split[0][1])  # warm-up
+        features(build_prefix(encoder, ids), split[0][1])  # warm-up
         forms["svf_form_cached"] = dict(encoder.svf.forms)
         times: dict[str, list[float]] = {"naive_s": [], "prefix_s": [], "cached_s": []}
         for _ in range(config.repeats):
@@ -144,7 +146,7 @@ def run(config: BenchConfig) -> dict[str, Any]:
 def _measure(encoder: Encoder, ids: list[list[int]], scales: list[np.ndarray],
              times: dict[str, list[float]], device: str) -> tuple[list, list]:
     """One repeat: the prefix, then each θ naive and cached, interleaved (same machine load)."""
-    seconds, cache = _timed(device, lambda: encoder.prefix_from_ids(ids))
+    seconds, cache = _timed(device, lambda: build_prefix(encoder, ids))
     times["prefix_s"].append(seconds)
     naive, cached, naive_s, cached_s = [], [], 0.0, 0.0
     for scale in scales:

@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,25 +32,41 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
-from evaluator.coordinator.svf import SVF
+from evaluator.coordinator.svf import MATRIX_PARENTS, SVF
 from evaluator.errors import EncoderError
-from evaluator.rules import OFFICIAL, SVF_MATRICES, Competition
+from evaluator.rules import SVF_MATRICES, Competition
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-    from evaluator.coordinator.prefix import PrefixCache
-
 log = logging.getLogger(__name__)
 BATCH_TOKENS = 16384  # padded tokens per forward batch: bounds activation memory
-_MATRIX_KEYS = {name: f"{'mlp' if name in ('gate_proj', 'up_proj', 'down_proj') else 'self_attn'}"
-                      f".{name}.weight" for name in SVF_MATRICES}
+
+
+@dataclass(frozen=True)
+class LayerParts:
+    """One decoder layer as the frozen-prefix cache computes it: its modules and attention shape.
+
+    The only view of transformers' layer internals outside this module.
+    """
+
+    input_norm: torch.nn.Module
+    q_proj: torch.nn.Module
+    k_proj: torch.nn.Module
+    v_proj: torch.nn.Module
+    o_proj: torch.nn.Module
+    q_norm: torch.nn.Module
+    k_norm: torch.nn.Module
+    post_norm: torch.nn.Module
+    mlp: torch.nn.Module
+    head_dim: int
+    scaling: float
 
 
 class Encoder:
     """A frozen Qwen3 body with SVF installed on the rules' layer; features for transcripts."""
 
-    def __init__(self, model: torch.nn.Module, tokenizer: Any, rules: Competition = OFFICIAL):
+    def __init__(self, model: torch.nn.Module, tokenizer: Any, rules: Competition):
         config = model.config
         _check_shape(config, rules)
         self.model = model.eval().requires_grad_(False)
@@ -103,15 +120,6 @@ class Encoder:
                 out[torch.tensor(batch)] = rows.float().cpu()
         return F.normalize(out, dim=-1)
 
-    def prefix(self, transcripts: Sequence[str], **options: Any) -> PrefixCache:
-        """The frozen-prefix cache of the transcripts (see prefix.build_prefix)."""
-        return self.prefix_from_ids(self.head_ids(transcripts), **options)
-
-    def prefix_from_ids(self, ids: Sequence[Sequence[int]], **options: Any) -> PrefixCache:
-        from evaluator.coordinator.prefix import build_prefix
-
-        return build_prefix(self, ids, **options)
-
     def pad(self, seqs: Sequence[Sequence[int]]) -> torch.Tensor:
         """Right-padded ids (the padding comes after every real token, so needs no mask)."""
         input_ids = torch.full((len(seqs), max(len(s) for s in seqs)), self.eos_id)
@@ -136,6 +144,19 @@ class Encoder:
         cos, sin = self.body.rotary_emb(probe, positions.to(self.device)[None])
         return cos[0], sin[0]
 
+    def layer(self, index: int) -> LayerParts:
+        """The parts of decoder layer `index` (negative counts from the end)."""
+        layer = self.body.layers[index]
+        attn = layer.self_attn
+        return LayerParts(input_norm=layer.input_layernorm, q_proj=attn.q_proj,
+                          k_proj=attn.k_proj, v_proj=attn.v_proj, o_proj=attn.o_proj,
+                          q_norm=attn.q_norm, k_norm=attn.k_norm,
+                          post_norm=layer.post_attention_layernorm, mlp=layer.mlp,
+                          head_dim=attn.head_dim, scaling=attn.scaling)
+
+    def final_norm(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.body.norm(hidden)
+
 
 def length_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
     """Indices grouped by similar length, each group under `max_tokens` padded tokens."""
@@ -149,8 +170,7 @@ def length_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
     return batches
 
 
-def load_encoder(id_or_path: str, device: str | None = None,
-                 rules: Competition = OFFICIAL) -> Encoder:
+def load_encoder(id_or_path: str, rules: Competition, device: str | None = None) -> Encoder:
     """Load a Qwen3 checkpoint (hub id or local folder; safetensors only), frozen, SVF-ready."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
@@ -217,8 +237,8 @@ def encoder_overrides(path: str | Path) -> dict[str, Any]:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
         layers = int(config["num_hidden_layers"])
         svf_layer = layers - 2
-        shapes = _weight_shapes(path, [f"model.layers.{svf_layer}.{key}"
-                                       for key in _MATRIX_KEYS.values()])
+        shapes = _weight_shapes(path, [f"model.layers.{svf_layer}.{MATRIX_PARENTS[name]}.{name}.weight"
+                                       for name in SVF_MATRICES])
     except (OSError, ValueError, KeyError) as exc:
         raise EncoderError(f"cannot read the checkpoint in {path}: {exc}") from exc
     return {"encoder_id": str(path), "hidden_size": int(config["hidden_size"]),
@@ -226,7 +246,7 @@ def encoder_overrides(path: str | Path) -> dict[str, Any]:
             "svf_scale_count": sum(min(shape) for shape in shapes)}
 
 
-def competition_for_encoder(path: str | Path, base: Competition = OFFICIAL) -> Competition:
+def competition_for_encoder(path: str | Path, base: Competition) -> Competition:
     """The rules for a local checkpoint: its shapes, and its SVF count read from the weights."""
     return Competition.from_overrides(encoder_overrides(path), base)
 

@@ -17,17 +17,14 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
+from evaluator.coordinator.encoder import Encoder, LayerParts, length_batches
 from evaluator.errors import EncoderError
-
-if TYPE_CHECKING:
-    from evaluator.coordinator.encoder import Encoder
 
 log = logging.getLogger(__name__)
 FROZEN_INPUT = ("q_proj", "k_proj", "v_proj")
@@ -99,8 +96,6 @@ class PrefixCache:
 def build_prefix(encoder: Encoder, ids: Sequence[Sequence[int]], budget_bytes: int = BUDGET_BYTES,
                  chunk_tokens: int = CHUNK_TOKENS, spill_dir: str | Path | None = None) -> PrefixCache:
     """Compute the frozen prefix of each head input (token ids with their EOS)."""
-    from evaluator.coordinator.encoder import length_batches
-
     if not ids or min(len(s) for s in ids) < 2:
         raise EncoderError("a head input needs at least 2 tokens (the suffix and EOS)")
     trimmed = [list(s[:-1]) for s in ids]
@@ -131,7 +126,7 @@ def _compute(encoder: Encoder, chunk: Chunk) -> dict[str, torch.Tensor]:
     input_ids = encoder.pad(chunk.ids)
     hidden = encoder.run_layers(input_ids, encoder.rules.svf_layer)
     x = _flat(hidden, chunk.layout)
-    normed = encoder.body.layers[encoder.rules.svf_layer].input_layernorm(x)
+    normed = encoder.layer(encoder.rules.svf_layer).input_norm(x)
     tensors = {"x": x}
     for name in FROZEN_INPUT:
         tensors[name] = encoder.svf.modules[name].coords(normed)
@@ -196,47 +191,44 @@ def _select(enc: Encoder, tensors: dict[str, torch.Tensor], layout: Layout,
 
 def tail(enc: Encoder, tensors: dict[str, torch.Tensor], layout: Layout) -> torch.Tensor:
     """(B, hidden) final hidden states at each sequence's last token, under the bound SVF."""
-    layers = enc.body.layers
-    svf_layer = enc.rules.svf_layer
+    svf_layer, last = enc.rules.svf_layer, enc.num_layers - 1
     qkv = [enc.svf.modules[name].from_coords(tensors[name]) for name in FROZEN_INPUT]
-    hidden = _block(layers[svf_layer], tensors["x"], qkv, layout)
-    for layer in layers[svf_layer + 1:-1]:
-        normed = layer.input_layernorm(hidden)
-        attn = layer.self_attn
-        hidden = _block(layer, hidden, [attn.q_proj(normed), attn.k_proj(normed),
-                                        attn.v_proj(normed)], layout)
-    return enc.body.norm(_last_block(layers[-1], hidden, layout))
+    hidden = _block(enc.layer(svf_layer), tensors["x"], qkv, layout)
+    for index in range(svf_layer + 1, last):
+        parts = enc.layer(index)
+        normed = parts.input_norm(hidden)
+        hidden = _block(parts, hidden, [parts.q_proj(normed), parts.k_proj(normed),
+                                        parts.v_proj(normed)], layout)
+    return enc.final_norm(_last_block(enc.layer(last), hidden, layout))
 
 
-def _block(layer: torch.nn.Module, x: torch.Tensor, qkv: list[torch.Tensor],
+def _block(parts: LayerParts, x: torch.Tensor, qkv: list[torch.Tensor],
            layout: Layout) -> torch.Tensor:
     """A decoder layer over every token, given its q, k, v projections."""
-    attn = layer.self_attn
-    q, k, v = (t.view(t.shape[0], -1, attn.head_dim) for t in qkv)
-    q = _rope(attn.q_norm(q), layout.cos, layout.sin)
-    k = _rope(attn.k_norm(k), layout.cos, layout.sin)
+    q, k, v = (t.view(t.shape[0], -1, parts.head_dim) for t in qkv)
+    q = _rope(parts.q_norm(q), layout.cos, layout.sin)
+    k = _rope(parts.k_norm(k), layout.cos, layout.sin)
     q, k, v = (_padded(t, layout).transpose(1, 2) for t in (q, k, v))
-    o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=attn.scaling,
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=parts.scaling,
                                        enable_gqa=True)
-    hidden = x + attn.o_proj(_flat(o.transpose(1, 2), layout).flatten(1))
-    return hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+    hidden = x + parts.o_proj(_flat(o.transpose(1, 2), layout).flatten(1))
+    return hidden + parts.mlp(parts.post_norm(hidden))
 
 
-def _last_block(layer: torch.nn.Module, x: torch.Tensor, layout: Layout) -> torch.Tensor:
+def _last_block(parts: LayerParts, x: torch.Tensor, layout: Layout) -> torch.Tensor:
     """The last layer: keys and values over every token, the rest at the read rows only."""
-    attn = layer.self_attn
-    normed = layer.input_layernorm(x)
+    normed = parts.input_norm(x)
     rows = layout.last_rows
-    k = attn.k_proj(normed).view(x.shape[0], -1, attn.head_dim)
-    k = _rope(attn.k_norm(k), layout.cos, layout.sin)
-    v = attn.v_proj(normed).view(x.shape[0], -1, attn.head_dim)
-    q = attn.q_proj(normed[rows]).view(len(rows), -1, attn.head_dim)
-    q = _rope(attn.q_norm(q), layout.cos[rows], layout.sin[rows])
+    k = parts.k_proj(normed).view(x.shape[0], -1, parts.head_dim)
+    k = _rope(parts.k_norm(k), layout.cos, layout.sin)
+    v = parts.v_proj(normed).view(x.shape[0], -1, parts.head_dim)
+    q = parts.q_proj(normed[rows]).view(len(rows), -1, parts.head_dim)
+    q = _rope(parts.q_norm(q), layout.cos[rows], layout.sin[rows])
     k, v = (_padded(t, layout).transpose(1, 2) for t in (k, v))
     o = F.scaled_dot_product_attention(q[:, :, None], k, v, attn_mask=layout.key_mask,
-                                       scale=attn.scaling, enable_gqa=True)
-    hidden = x[rows] + attn.o_proj(o.flatten(1))
-    return hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+                                       scale=parts.scaling, enable_gqa=True)
+    hidden = x[rows] + parts.o_proj(o.flatten(1))
+    return hidden + parts.mlp(parts.post_norm(hidden))
 
 
 def _rope(t: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -262,11 +254,16 @@ def _flat(padded: torch.Tensor, layout: Layout) -> torch.Tensor:
     return merged if layout.pad_index is None else merged[layout.pad_index]
 
 
+def prefix_of(encoder: Encoder, transcripts: Sequence[str], **options: object) -> PrefixCache:
+    """The frozen-prefix cache of transcripts (their head inputs, see `build_prefix`)."""
+    return build_prefix(encoder, encoder.head_ids(transcripts), **options)
+
+
 class CachedFeaturizer:
     """Training's featurizer: fixed transcripts, features for many SVF scale vectors."""
 
     def __init__(self, encoder: Encoder, transcripts: Sequence[str], **options: object):
-        self.cache = encoder.prefix(transcripts, **options)
+        self.cache = prefix_of(encoder, transcripts, **options)
 
     def features(self, index: np.ndarray, scales: np.ndarray) -> np.ndarray:
         return features(self.cache, scales, index).numpy()

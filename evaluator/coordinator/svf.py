@@ -22,8 +22,9 @@ from evaluator.rules import SVF_MATRICES
 FACTORED = "factored"
 RECONSTRUCTED = "reconstructed"
 FACTORED_CACHED = "factored, x·V cached"
-_PARENTS = {"q_proj": "self_attn", "k_proj": "self_attn", "v_proj": "self_attn",
-            "o_proj": "self_attn", "gate_proj": "mlp", "up_proj": "mlp", "down_proj": "mlp"}
+# Where each SVF matrix sits in a Qwen3 decoder layer (and in its checkpoint's weight names).
+MATRIX_PARENTS = {"q_proj": "self_attn", "k_proj": "self_attn", "v_proj": "self_attn",
+                  "o_proj": "self_attn", "gate_proj": "mlp", "up_proj": "mlp", "down_proj": "mlp"}
 
 
 class SVFLinear(nn.Module):
@@ -90,7 +91,7 @@ class SVF:
     def __init__(self, layer: nn.Module):
         self.modules: dict[str, SVFLinear] = {}
         for name in SVF_MATRICES:
-            parent = getattr(layer, _PARENTS[name])
+            parent = getattr(layer, MATRIX_PARENTS[name])
             module = getattr(parent, name)
             if not isinstance(module, SVFLinear):
                 module = SVFLinear(module)

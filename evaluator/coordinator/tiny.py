@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from evaluator.coordinator.encoder import random_model, save_checkpoint
 from evaluator.rules import BENCHMARKS, OFFICIAL, ROLES
 
 EOS_TOKEN = "<|endoftext|>"
@@ -63,8 +64,6 @@ def build_tokenizer(vocab_size: int = TOKENIZER_VOCAB) -> Tokenizer:
 
 def make_tiny(out_dir: str | Path, seed: int = 0) -> Path:
     """Write a tiny random Qwen3 (safetensors) and its tokenizer; deterministic for a seed."""
-    from evaluator.coordinator.encoder import random_model, save_checkpoint
-
     tokenizer = build_tokenizer()
     eos_id = tokenizer.token_to_id(EOS_TOKEN)
     config = {**TINY_CONFIG, "vocab_size": tokenizer.get_vocab_size(),

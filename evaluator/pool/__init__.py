@@ -1,20 +1,19 @@
 """The LLM pool: the OpenRouter client, the hash-chained cost ledger and the loopback simulator."""
 
 from evaluator.pool.client import Completion, OpenRouterClient, RetryPolicy
+from evaluator.pool.corpus import CorpusItem, read_corpus
 from evaluator.pool.ledger import GENESIS, Ledger, LedgerSummary, verify_ledger
 from evaluator.pool.simulator import (
-    CorpusEntry,
     Simulator,
     SimulatorServer,
     bundled_simulator,
-    read_corpus,
     serve_simulator,
 )
 
 __all__ = [
     "GENESIS",
     "Completion",
-    "CorpusEntry",
+    "CorpusItem",
     "Ledger",
     "LedgerSummary",
     "OpenRouterClient",

@@ -21,7 +21,7 @@ import httpx
 
 from evaluator.errors import PoolError
 from evaluator.pool.ledger import Ledger
-from evaluator.rules import OFFICIAL, Competition
+from evaluator.rules import Competition
 
 log = logging.getLogger(__name__)
 # httpx logs every request at INFO; an evaluation or the demo sends thousands.
@@ -79,9 +79,9 @@ class _Retryable(Exception):
 class OpenRouterClient:
     """Async chat client for the pool; use as `async with OpenRouterClient(...) as client:`."""
 
-    def __init__(self, base_url: str | None = None, api_key: str | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None,
-                 rules: Competition = OFFICIAL, ledger: Ledger | None = None,
+    def __init__(self, rules: Competition, base_url: str | None = None,
+                 api_key: str | None = None, transport: httpx.AsyncBaseTransport | None = None,
+                 ledger: Ledger | None = None,
                  max_concurrency: int = DEFAULT_CONCURRENCY, timeout: float = DEFAULT_TIMEOUT,
                  retry: RetryPolicy | None = None,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):

@@ -19,18 +19,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from evaluator.errors import BenchmarkError
-from evaluator.rules import OFFICIAL, Competition
+from evaluator.errors import CorpusError
+from evaluator.rules import Competition
 from evaluator.types import Item
 
 PERSONAS_FILE = "personas.json"
 ITEM_KEYS = frozenset({"benchmark", "id", "prompt", "reference", "category", "responses"})
 CHOICE_LETTERS = "ABCD"
 TEST_TYPES = ("stdin", "functional")
-
-
-class CorpusError(BenchmarkError):
-    """A demo corpus file or the persona skills are malformed."""
 
 
 @dataclass(frozen=True)
@@ -50,16 +46,15 @@ def corpus_dir() -> Path:
     return Path(str(resources.files("evaluator").joinpath("data", "corpus")))
 
 
-def load_corpus(benchmarks: Iterable[str] | None = None, root: str | Path | None = None,
-                rules: Competition = OFFICIAL) -> list[CorpusItem]:
+def load_corpus(rules: Competition, benchmarks: Iterable[str] | None = None,
+                root: str | Path | None = None) -> list[CorpusItem]:
     """The corpus items of `benchmarks` (default: every benchmark of the rules), file order."""
     folder = Path(root) if root is not None else corpus_dir()
     names = tuple(benchmarks) if benchmarks is not None else rules.benchmarks
     return [entry for name in names for entry in _read_benchmark(folder / f"{name}.jsonl", name)]
 
 
-def load_personas(root: str | Path | None = None, rules: Competition = OFFICIAL
-                  ) -> dict[str, Any]:
+def load_personas(rules: Competition, root: str | Path | None = None) -> dict[str, Any]:
     """The persona skills `{"personas": {model: {benchmark: {category: p}}}}`, validated."""
     path = (Path(root) if root is not None else corpus_dir()) / PERSONAS_FILE
     try:
@@ -102,6 +97,23 @@ def _read_cached(path: Path, benchmark: str) -> tuple[CorpusItem, ...]:
 
 def _read_benchmark(path: Path, benchmark: str) -> list[CorpusItem]:
     return list(_read_cached(path.resolve(), benchmark))
+
+
+def read_corpus(path: str | Path) -> list[CorpusItem]:
+    """The items of one corpus file of any benchmarks (`pool simulate --corpus FILE`)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CorpusError(f"cannot read corpus file {path}: {exc}") from exc
+    entries = []
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                benchmark = str(json.loads(line).get("benchmark"))
+            except (ValueError, AttributeError):
+                benchmark = ""
+            entries.append(parse_line(line, benchmark, f"{Path(path).name}:{number}"))
+    return entries
 
 
 def parse_line(line: str, benchmark: str, where: str = "corpus") -> CorpusItem:
@@ -171,7 +183,7 @@ REFERENCE_CHECKS = {"math500": _math_problem, "mmlu": _mmlu_problem,
                     "livecodebench": _code_problem}
 
 
-def check_personas(data: Any, rules: Competition = OFFICIAL) -> None:
+def check_personas(data: Any, rules: Competition) -> None:
     """Every pool model has a skill in [0, 1] per category of every benchmark of the rules."""
     personas = data.get("personas") if isinstance(data, dict) else None
     if not isinstance(personas, dict):

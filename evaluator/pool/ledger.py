@@ -14,11 +14,11 @@ import math
 import os
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from evaluator.errors import LedgerError
+from evaluator.files import canonical_json, format_time, utc_now
 
 try:  # other processes appending to the same ledger; absent on Windows
     import fcntl
@@ -31,18 +31,10 @@ FIELDS = ("at", "model", "prompt_tokens", "completion_tokens", "cost_usd", "requ
 _TAIL_CHUNK = 4096
 
 
-def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 def entry_hash(entry: dict[str, Any]) -> str:
     """SHA-256 hex of the canonical JSON of the entry without its `hash` field."""
     body = {key: value for key, value in entry.items() if key != "hash"}
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)
@@ -68,7 +60,7 @@ class Ledger:
             try:
                 if fcntl is not None:
                     fcntl.flock(fd, fcntl.LOCK_EX)
-                entry = {"at": at or utc_now(), "model": model,
+                entry = {"at": at or format_time(utc_now(), micro=True), "model": model,
                          "prompt_tokens": int(prompt_tokens),
                          "completion_tokens": int(completion_tokens),
                          "cost_usd": float(cost_usd), "request_id": str(request_id),

@@ -16,15 +16,12 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
-from evaluator.errors import PoolError
-from evaluator.rules import OFFICIAL, ROLES, Competition
-from evaluator.session import THINKER, TURN_HEADER_RE, VERIFIER, WORKER
-from evaluator.types import Item
+from evaluator.loop import THINKER, TURN_HEADER_RE, VERIFIER, WORKER
+from evaluator.pool.corpus import load_corpus, load_personas
+from evaluator.rules import ROLES, Competition
 
 PLAN_GAIN = 0.5  # share of the Worker's remaining error a perfect Thinker's plan removes
 UNKNOWN_SKILL = 0.5
@@ -51,32 +48,6 @@ UNKNOWN_ITEM = "I do not recognise this question."
 _ROLE_RE = re.compile(rf"\byou are the ({'|'.join(ROLES)})\b", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class CorpusEntry:
-    """A corpus item with a right and a subtly wrong full response (the demo corpus shape)."""
-
-    item: Item
-    right: str
-    wrong: str
-
-
-def read_corpus(path: str | Path) -> list[CorpusEntry]:
-    """Entries from a corpus JSONL file: the Item fields plus `responses: {right, wrong}`."""
-    entries = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-            responses = data["responses"]
-            entries.append(CorpusEntry(Item.from_dict(data), str(responses["right"]),
-                                       str(responses["wrong"])))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise PoolError(f"{path}: line {number} is not a corpus item "
-                            "(Item fields plus responses.right and responses.wrong)") from exc
-    return entries
-
-
 def uniform(*parts: object) -> float:
     """A deterministic draw in [0, 1) from its parts."""
     digest = hashlib.sha256("|".join(map(str, parts)).encode("utf-8")).digest()
@@ -86,10 +57,10 @@ def uniform(*parts: object) -> float:
 class Simulator:
     """Answers chat completion requests from a corpus and persona skills."""
 
-    def __init__(self, corpus: Iterable[Any], personas: dict[str, Any], seed: int = 0,
-                 rules: Competition = OFFICIAL, retry_after: float = 1.0,
+    def __init__(self, corpus: Iterable[Any], personas: dict[str, Any], rules: Competition,
+                 seed: int = 0, retry_after: float = 1.0,
                  slow_seconds: float = 5.0):
-        self.entries = list(corpus)  # anything with .item, .right, .wrong
+        self.entries = list(corpus)  # CorpusItems: .item, .right, .wrong
         self.skills = personas.get("personas", personas)
         self.seed = seed
         self.rules = rules
@@ -326,9 +297,7 @@ def serve_simulator(simulator: Simulator, host: str = "127.0.0.1",
         server.stop()
 
 
-def bundled_simulator(seed: int = 0, rules: Competition = OFFICIAL) -> Simulator:
+def bundled_simulator(rules: Competition, seed: int = 0) -> Simulator:
     """The simulator over the bundled demo corpus and persona skills."""
-    from evaluator.pool.corpus import load_corpus, load_personas
-
-    return Simulator(load_corpus(), load_personas(), seed=seed, rules=rules)
+    return Simulator(load_corpus(rules), load_personas(rules), rules, seed=seed)
 

@@ -1,25 +1,31 @@
-"""`build_site`: the same MkDocs build as `mkdocs build`, callable from the CLI and the demo."""
+"""`build_site`: the same MkDocs build as `mkdocs build`, from the package's own files.
+
+It writes a small configuration that inherits the shipped `mkdocs.yml` and points at the
+shipped guides, theme overrides and hooks, so an installed wheel builds the whole site
+outside any checkout.
+"""
 
 from __future__ import annotations
 
 import logging
+import tempfile
 from pathlib import Path
 
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.exceptions import MkDocsException
 
-from evaluator.errors import TinyRouterError
-from evaluator.rules import OFFICIAL, Competition
+from evaluator.errors import SiteBuildError
+from evaluator.files import dumps
+from evaluator.resources import GUIDES, TEMPLATES, bundled
+from evaluator.rules import Competition
 from evaluator.site.hooks import OPTIONS_KEY
 
 log = logging.getLogger(__name__)
 
-CONFIG_FILE = "mkdocs.yml"
-
-
-class SiteBuildError(TinyRouterError):
-    """The site could not be built (a broken page, link or leaderboard file)."""
+SITE_DIR = Path(__file__).resolve().parent
+BASE_CONFIG = SITE_DIR / "mkdocs.yml"
+THEME_OVERRIDES = ("site", "theme")  # under the shipped templates/
 
 
 class _ProblemCollector(logging.Handler):
@@ -40,32 +46,34 @@ def _check_out_dir(out: Path) -> None:
                              "pick an empty or new folder (the build deletes its contents)")
 
 
-def build_site(repo_dir: str | Path, out_dir: str | Path | None = None,
-               leaderboard_dir: str | Path | None = None, rules: Competition = OFFICIAL,
-               strict: bool = True) -> Path:
-    """Build the site of the repository at `repo_dir` into `out_dir` and return that folder.
+def _config_text(out: Path) -> str:
+    """The build's configuration: the shipped one, with absolute paths (JSON is YAML)."""
+    return dumps({
+        "INHERIT": str(BASE_CONFIG), "docs_dir": str(bundled(GUIDES)), "site_dir": str(out),
+        "theme": {"custom_dir": str(bundled(TEMPLATES).joinpath(*THEME_OVERRIDES))},
+        "hooks": [str(SITE_DIR / "hooks.py")]})
 
-    `out_dir` defaults to mkdocs.yml's `site_dir`, `leaderboard_dir` to `<repo>/leaderboard`.
-    """
-    config_file = Path(repo_dir) / CONFIG_FILE
-    if not config_file.is_file():
-        raise SiteBuildError(f"{config_file} not found: pass the repository root")
-    overrides: dict[str, object] = {"strict": strict}
-    if out_dir is not None:
-        _check_out_dir(Path(out_dir))
-        overrides["site_dir"] = str(Path(out_dir).resolve())
+
+def build_site(out_dir: str | Path, leaderboard_dir: str | Path, rules: Competition,
+               strict: bool = True) -> Path:
+    """Build the site from the leaderboard at `leaderboard_dir` into `out_dir`; returns it."""
+    out = Path(out_dir).resolve()
+    _check_out_dir(out)
     problems = _ProblemCollector()
     mkdocs_log = logging.getLogger("mkdocs")
     mkdocs_log.addHandler(problems)
     try:
-        config = load_config(str(config_file), **overrides)
-        config.extra[OPTIONS_KEY] = {"rules": rules, "leaderboard_dir": (
-            Path(leaderboard_dir).resolve() if leaderboard_dir is not None else None)}
-        build(config)
+        with tempfile.TemporaryDirectory(prefix="tinyrouter-site-") as tmp:
+            config_file = Path(tmp) / "mkdocs.yml"
+            config_file.write_text(_config_text(out), encoding="utf-8")
+            config = load_config(str(config_file), strict=strict)
+            config.extra[OPTIONS_KEY] = {"rules": rules,
+                                         "leaderboard_dir": Path(leaderboard_dir).resolve()}
+            build(config)
     except MkDocsException as exc:
         details = "; ".join(problems.messages) or str(exc)
         raise SiteBuildError(f"site build failed: {details}") from exc
     finally:
         mkdocs_log.removeHandler(problems)
-    log.debug("site built in %s", config.site_dir)
-    return Path(config.site_dir)
+    log.debug("site built in %s", out)
+    return out

@@ -11,29 +11,30 @@ import matplotlib
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
 
-from evaluator.site.markup import parse_time
+from evaluator.files import try_parse_time
+from evaluator.records import Crowning
 
 COLORS = ("#3f51b5", "#e91e63", "#009688", "#ff9800", "#795548", "#607d8b")
 STYLE = {"svg.hashsalt": "tinyrouter", "svg.fonttype": "path", "font.size": 10,
          "axes.spines.top": False, "axes.spines.right": False}
 
 
-def _reign(kings: Sequence[dict[str, Any]]) -> list[tuple[datetime, dict]]:
+def _reign(kings: Sequence[Crowning]) -> list[tuple[datetime, Crowning]]:
     """Each dated king with its crowning time, oldest first."""
-    dated = [(parse_time(k.get("crowned_at")), k) for k in kings]
+    dated = [(try_parse_time(k.crowned_at), k) for k in kings]
     return sorted(((t, k) for t, k in dated if t is not None), key=lambda pair: pair[0])
 
 
-def _composite_panel(ax: Any, reign: list[tuple[datetime, dict]], end: datetime,
+def _composite_panel(ax: Any, reign: list[tuple[datetime, Crowning]], end: datetime,
                      win_margin: float | None) -> None:
     times = [t for t, _ in reign]
-    composite = [float(k.get("composite") or 0.0) for _, k in reign]
+    composite = [k.composite or 0.0 for _, k in reign]
     ax.step([*times, end], [*composite, composite[-1]], where="post", color=COLORS[0],
             linewidth=2, label="king's composite")
     ax.plot(times, composite, "o", color=COLORS[0])
     for moment, king, value in zip(times, (k for _, k in reign), composite, strict=True):
         # parse_math=False: a miner name with "$" must stay plain text
-        ax.annotate(str(king.get("miner")), (moment, value), xytext=(4, 6),
+        ax.annotate(king.miner, (moment, value), xytext=(4, 6),
                     textcoords="offset points", fontsize=8, color="#444444", parse_math=False)
     if win_margin is not None:
         ax.axhline(composite[-1] + win_margin, color=COLORS[1], linestyle="--", linewidth=1,
@@ -44,11 +45,10 @@ def _composite_panel(ax: Any, reign: list[tuple[datetime, dict]], end: datetime,
     ax.grid(axis="y", alpha=0.3)
 
 
-def _benchmark_panel(ax: Any, reign: list[tuple[datetime, dict]], end: datetime,
+def _benchmark_panel(ax: Any, reign: list[tuple[datetime, Crowning]], end: datetime,
                      benchmarks: Sequence[str]) -> None:
     for index, bench in enumerate(benchmarks):
-        points = [(t, float(s)) for t, k in reign
-                  if isinstance(s := (k.get("scores") or {}).get(bench), (int, float))]
+        points = [(t, float(k.scores[bench])) for t, k in reign if bench in k.scores]
         if not points:
             continue
         xs, ys = [t for t, _ in points], [v for _, v in points]
@@ -65,7 +65,7 @@ def _benchmark_panel(ax: Any, reign: list[tuple[datetime, dict]], end: datetime,
     ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
 
 
-def history_svg(kings: Sequence[dict[str, Any]], benchmarks: Sequence[str],
+def history_svg(kings: Sequence[Crowning], benchmarks: Sequence[str],
                 until: str | None = None, win_margin: float | None = None) -> str | None:
     """The chart as SVG text, or None when no king has a readable crowning time.
 
@@ -76,7 +76,7 @@ def history_svg(kings: Sequence[dict[str, Any]], benchmarks: Sequence[str],
     if not reign:
         return None
     first, last = reign[0][0], reign[-1][0]
-    end = max(last, parse_time(until) or last)
+    end = max(last, try_parse_time(until) or last)
     end = end if end > first else first + timedelta(days=1)
     with matplotlib.rc_context(STYLE):
         fig = Figure(figsize=(9, 6.2), layout="constrained")

@@ -1,22 +1,25 @@
-"""The leaderboard as downloadable files: CSV tables (pandas) and one JSON document."""
+"""The leaderboard as downloadable files: CSV tables (pandas) and one JSON document.
+
+Columns come from the records' own fields, so a new field appears in the downloads too.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import pandas as pd
 
 from evaluator.files import dumps
+from evaluator.records import KING, PUBLIC_FIELDS, Attempt, Crowning
+from evaluator.scoring import BenchmarkScore
 from evaluator.site.state import LeaderboardState
 
-EVALUATION_COLUMNS = ("evaluated_at", "miner", "generation", "pr", "head_sha", "outcome",
-                      "composite", "king_composite", "delta", "reason")
-KING_COLUMNS = ("crowned_at", "miner", "generation", "pr", "head_sha", "composite", "delta",
-                "ci95_low", "ci95_high")
-ATTEMPT_COLUMNS = ("at", "miner", "generation", "pr", "head_sha")
-BREAKDOWN_COLUMNS = ("miner", "generation", "benchmark", "cached_acc", "audit_acc", "live_acc",
-                     "avg_turns", "efficiency", "novelty", "overfit_penalty", "score")
+# Every public record carries these (the disclosure rule's common core), plus its reason.
+EVALUATION_COLUMNS = (*(f for f in PUBLIC_FIELDS[KING] if f != "format"
+                         and all(f in fields for fields in PUBLIC_FIELDS.values())), "reason")
+ATTEMPT_COLUMNS = tuple(f.name for f in dataclasses.fields(Attempt))
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -35,38 +38,38 @@ def _csv(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
     return frame.to_csv(index=False, lineterminator="\n")
 
 
-def _king_rows(state: LeaderboardState, benchmarks: list[str]) -> list[dict[str, Any]]:
+def _king_rows(state: LeaderboardState, benchmarks: list[str]) -> tuple[list[dict], tuple]:
+    columns = (*(f.name for f in dataclasses.fields(Crowning) if f.name not in ("ci95", "scores")),
+               "ci95_low", "ci95_high", *(f"score_{b}" for b in benchmarks))
     rows = []
     for king in state.kings:
-        interval = king.get("ci95") if isinstance(king.get("ci95"), list) else [None, None]
-        row = {**king, "ci95_low": interval[0], "ci95_high": interval[-1]}
-        row.update({f"score_{b}": (king.get("scores") or {}).get(b) for b in benchmarks})
-        rows.append(row)
-    return rows
+        low, high = king.ci95 or (None, None)
+        rows.append({**king.to_dict(), "ci95_low": low, "ci95_high": high,
+                     **{f"score_{b}": king.scores.get(b) for b in benchmarks}})
+    return rows, columns
 
 
 def _breakdown_rows(state: LeaderboardState) -> list[dict[str, Any]]:
     """Per-benchmark components, public only for results that crowned a king."""
-    rows = []
-    for result in state.results:
-        if result.get("outcome") != "king":
-            continue
-        for bench, parts in sorted((result.get("per_benchmark") or {}).items()):
-            rows.append({"miner": result.get("miner"), "generation": result.get("generation"),
-                         "benchmark": bench, **(parts if isinstance(parts, dict) else {})})
-    return rows
+    return [{"miner": r.miner, "generation": r.generation, "benchmark": bench, **score.to_dict()}
+            for r in state.results if r.outcome == KING
+            for bench, score in sorted((r.per_benchmark or {}).items())]
 
 
 def download_files(state: LeaderboardState, benchmarks: list[str]) -> dict[str, str]:
     """File name → content, for the downloads folder of the site."""
-    king_columns = KING_COLUMNS + tuple(f"score_{b}" for b in benchmarks)
-    everything = {"format": 1, "king": state.king, "history": state.kings,
-                  "results": state.results, "attempts": state.attempts,
+    kings, king_columns = _king_rows(state, benchmarks)
+    everything = {"format": 1, "king": state.king and state.king.to_dict(),
+                  "history": [k.to_dict() for k in state.kings],
+                  "results": [r.public() for r in state.results],
+                  "attempts": [a.to_dict() for a in state.attempts],
                   "manifest": state.manifest}
     return {
-        "evaluations.csv": _csv(state.results, EVALUATION_COLUMNS),
-        "kings.csv": _csv(_king_rows(state, benchmarks), king_columns),
-        "breakdowns.csv": _csv(_breakdown_rows(state), BREAKDOWN_COLUMNS),
-        "attempts.csv": _csv(list(state.attempts), ATTEMPT_COLUMNS),
+        "evaluations.csv": _csv([r.public() | {"reason": r.reason} for r in state.results],
+                                EVALUATION_COLUMNS),
+        "kings.csv": _csv(kings, king_columns),
+        "breakdowns.csv": _csv(_breakdown_rows(state),
+                               ("miner", "generation", "benchmark", *BenchmarkScore.FIELDS)),
+        "attempts.csv": _csv([a.to_dict() for a in state.attempts], ATTEMPT_COLUMNS),
         "leaderboard.json": dumps(everything),
     }

@@ -17,13 +17,15 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 from evaluator.errors import TinyRouterError
+from evaluator.resources import TEMPLATES, bundled
 from evaluator.rules import OFFICIAL, Competition
 from evaluator.site.markup import FILTERS
 from evaluator.site.pages import SiteContent, generate
 from evaluator.site.state import load_state
+from evaluator.store import LEADERBOARD_DIR
+from evaluator.templating import environment
 
 OPTIONS_KEY = "tinyrouter"
-TEMPLATES_DIR = Path("templates", "site")
 MINERS_TITLE = "Miners"
 
 
@@ -56,14 +58,14 @@ def on_config(config: Any) -> Any:
     root = Path(config.config_file_path).parent
     options = _options(config)
     leaderboard = Path(options.get("leaderboard_dir")
-                       or os.environ.get("TINYROUTER_LEADERBOARD_DIR") or root / "leaderboard")
+                       or os.environ.get("TINYROUTER_LEADERBOARD_DIR") or root / LEADERBOARD_DIR)
     rules = options.get("rules") or _default_rules()
     try:
-        content = generate(load_state(leaderboard), rules, root / TEMPLATES_DIR, config.repo_url)
+        content = generate(load_state(leaderboard), rules, config.repo_url)
     except (TinyRouterError, jinja2.TemplateError) as exc:
         raise PluginError(f"cannot generate the leaderboard pages: {exc}") from exc
     options.update(leaderboard_dir=leaderboard, rules=rules, content=content,
-                   templates_dir=root / TEMPLATES_DIR)
+                   templates_dir=bundled(TEMPLATES))
     config.nav = _with_miners(config.nav, content.miner_nav)
     return config
 
@@ -83,8 +85,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     content: SiteContent = options["content"]
     if page.file.src_uri in content.pages:
         return markdown
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             trim_blocks=True, lstrip_blocks=True)
+    env = environment(autoescape=False)
     env.filters.update(FILTERS)
     fragments = {key: Markup(text) for key, text in content.fragments.items()}
     try:

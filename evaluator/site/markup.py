@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import datetime, timezone
+from datetime import UTC
 from typing import Any
 
 from markupsafe import Markup
 
-from evaluator.rules import NAME_PATTERN
+from evaluator.files import try_parse_time
+from evaluator.rules import is_name
 
 MISSING = "—"
 _PLAIN = re.compile(r"[A-Za-z0-9 ]|[^\x00-\x7f]")
@@ -37,13 +38,9 @@ def finalize(value: Any) -> str:
     return str(md_text(value))
 
 
-def is_valid_name(name: Any) -> bool:
-    return isinstance(name, str) and bool(NAME_PATTERN.fullmatch(name))
-
-
 def safe_label(name: Any) -> str:
     """A label for page titles and navigation, which the theme inserts unescaped."""
-    if is_valid_name(name):
+    if is_name(name):
         return name
     cleaned = re.sub(r"[^A-Za-z0-9_-]+", "_", str(name)).strip("_")[:40]
     return f"{cleaned or 'unnamed'} (invalid name)"
@@ -51,7 +48,7 @@ def safe_label(name: Any) -> str:
 
 def miner_slug(name: Any) -> str:
     """The file name of a miner's page: the login itself, or a hash when it is not a login."""
-    if is_valid_name(name):
+    if is_name(name):
         return name
     return "miner-" + hashlib.sha256(str(name).encode("utf-8")).hexdigest()[:12]
 
@@ -99,22 +96,11 @@ def fmt_interval(pair: Any, digits: int = 4) -> Markup:
     return Markup(f"[{low:+.{digits}f}, {high:+.{digits}f}]")
 
 
-def parse_time(value: Any) -> datetime | None:
-    """An ISO 8601 time from the leaderboard (UTC, with Z), or None when unreadable."""
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
 def fmt_date(value: Any, with_time: bool = False) -> Markup:
-    moment = parse_time(value)
+    moment = try_parse_time(value)
     if moment is None:
         return md_text(value) if value else Markup(MISSING)
-    moment = moment.astimezone(timezone.utc)
+    moment = moment.astimezone(UTC)
     return Markup(moment.strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d"))
 
 

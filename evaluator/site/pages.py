@@ -5,28 +5,29 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
+from jinja2 import Environment, pass_context
 from markupsafe import Markup
 
-from evaluator.rules import SHA256_PATTERN, Competition
+from evaluator.baselines import gap_closed
+from evaluator.records import OUTCOMES
+from evaluator.rules import Competition, is_commit_sha, is_name, is_sha256
+from evaluator.scoring import BenchmarkScore
 from evaluator.site.charts import history_svg
 from evaluator.site.downloads import download_files
 from evaluator.site.markup import (
     FILTERS,
     finalize,
-    is_valid_name,
     md_text,
     miner_slug,
     safe_label,
 )
 from evaluator.site.state import LeaderboardState
+from evaluator.templating import environment
 
 CHART_URI = "assets/charts/history.svg"
 DOWNLOADS_DIR = "downloads"
-OUTCOMES = ("king", "lost", "rejected")
 PAGES = (  # (page, template): the fixed generated pages
     ("history.md", "history.md.j2"),
     ("evaluations.md", "evaluations.md.j2"),
@@ -36,7 +37,7 @@ PAGES = (  # (page, template): the fixed generated pages
 )
 FRAGMENTS = {"king_panel": "king.md.j2"}  # inserted into hand-written pages
 _SAFE_URL = re.compile(r"^https://[A-Za-z0-9._~/-]+$")
-_GIT_SHA = re.compile(r"^[0-9a-f]{7,40}$")
+NO_SCORES = BenchmarkScore(*(None,) * len(BenchmarkScore.FIELDS))  # a benchmark without a record
 
 
 @dataclass
@@ -66,7 +67,7 @@ def _miner_link(ctx: Any, name: Any) -> Markup:
 
 
 def _profile_link(name: Any) -> Markup:
-    if not is_valid_name(name):
+    if not is_name(name):
         return md_text(name)
     return Markup(f"[@{name}](https://github.com/{name})")
 
@@ -81,14 +82,14 @@ def _pr_link(ctx: Any, pr: Any) -> Markup:
 
 @pass_context
 def _commit_link(ctx: Any, sha: Any) -> Markup:
-    if not isinstance(sha, str) or not _GIT_SHA.fullmatch(sha):
+    if not is_commit_sha(sha):
         return md_text(sha)
     repo = ctx["repo_url"]
     return Markup(f"[`{sha[:7]}`]({repo}/commit/{sha})" if repo else f"`{sha[:7]}`")
 
 
 def _commitment(value: Any) -> Markup:
-    if isinstance(value, str) and SHA256_PATTERN.fullmatch(value):
+    if is_sha256(value):
         return Markup(f"`{value}`")
     return md_text(value)
 
@@ -113,10 +114,8 @@ def headroom(baselines: dict[str, Any]) -> float | None:
 
 def headroom_captured(cached: Any, baselines: dict[str, Any]) -> float | None:
     """The share of that headroom a head's cached accuracy realises."""
-    room, best = headroom(baselines), _float((baselines.get("best_single") or {}).get("accuracy"))
-    if room is None or best is None or _float(cached) is None or room <= 0:
-        return None
-    return (float(cached) - best) / room
+    return gap_closed(_float(cached), _float((baselines.get("best_single") or {}).get("accuracy")),
+                      _float(baselines.get("oracle")))
 
 
 def ordered(keys: Any, preferred: Any) -> list[str]:
@@ -125,17 +124,15 @@ def ordered(keys: Any, preferred: Any) -> list[str]:
     return [k for k in preferred if k in keys] + sorted(k for k in keys if k not in preferred)
 
 
-def make_environment(templates_dir: Path, rules: Competition, repo_url: str | None) -> Environment:
-    env = Environment(loader=FileSystemLoader(str(templates_dir)), undefined=StrictUndefined,
-                      finalize=finalize, autoescape=False, trim_blocks=True,
-                      lstrip_blocks=True, keep_trailing_newline=True)
+def make_environment(rules: Competition, repo_url: str | None) -> Environment:
+    env = environment(autoescape=False, finalize=finalize)
     env.filters.update(FILTERS, badge=_badge, commitment=_commitment)
     url = (repo_url or "").rstrip("/")
     env.globals.update(rules=rules, link=_link, miner_link=_miner_link, pr_link=_pr_link,
                        profile_link=_profile_link, commit_link=_commit_link,
                        repo_url=url if _SAFE_URL.fullmatch(url) else "",
                        headroom=headroom, headroom_captured=headroom_captured, ordered=ordered,
-                       chart_uri=CHART_URI, downloads=DOWNLOADS_DIR)
+                       chart_uri=CHART_URI, downloads=DOWNLOADS_DIR, no_scores=NO_SCORES)
     return env
 
 
@@ -152,18 +149,15 @@ def _pool_models(state: LeaderboardState, rules: Competition) -> list[str]:
 
 
 def _challenge_bar(state: LeaderboardState, rules: Competition) -> float | None:
-    composite = (state.king or {}).get("composite")
-    if isinstance(composite, (int, float)) and not isinstance(composite, bool):
-        return composite + rules.win_margin
-    return None
+    composite = state.king.composite if state.king else None
+    return None if composite is None else composite + rules.win_margin
 
 
-def generate(state: LeaderboardState, rules: Competition, templates_dir: Path,
-             repo_url: str | None = None) -> SiteContent:
-    """Render every generated page, the history chart and the downloads."""
-    env = make_environment(templates_dir, rules, repo_url)
+def generate(state: LeaderboardState, rules: Competition, repo_url: str | None = None) -> SiteContent:
+    """Render every generated page (templates/site/), the history chart and the downloads."""
+    env = make_environment(rules, repo_url)
     miners = state.miners()
-    latest = state.results[0].get("evaluated_at") if state.results else None
+    latest = state.results[0].evaluated_at if state.results else None
     chart = history_svg(state.kings, list(rules.benchmarks), until=latest,
                         win_margin=rules.win_margin if state.king else None)
     common = {"state": state, "king": state.king, "kings": state.kings,
@@ -174,12 +168,13 @@ def generate(state: LeaderboardState, rules: Competition, templates_dir: Path,
               "challenge_bar": _challenge_bar(state, rules)}
     content = SiteContent()
     for uri, template in PAGES:
-        content.pages[uri] = env.get_template(template).render(common, page_uri=uri)
+        content.pages[uri] = env.get_template(f"site/{template}").render(common, page_uri=uri)
     for key, template in FRAGMENTS.items():
-        content.fragments[key] = env.get_template(template).render(common, page_uri="index.md")
+        content.fragments[key] = env.get_template(f"site/{template}").render(
+            common, page_uri="index.md")
     for miner in miners:
         uri = miner_uri(miner.name)
-        content.pages[uri] = env.get_template("miner.md.j2").render(
+        content.pages[uri] = env.get_template("site/miner.md.j2").render(
             common, page_uri=uri, miner=miner, title=safe_label(miner.name))
         content.miner_nav.append({safe_label(miner.name): uri})
     if chart is not None:

@@ -25,7 +25,7 @@ def ids(split_items) -> list[str]:
 
 
 def test_official_sizes_disjoint_and_train_withholds_a_reserve():
-    drawn = draw_splits(items(500), SEED)
+    drawn = draw_splits(items(500), SEED, rules=OFFICIAL)
     assert {s: len(drawn.hidden[s]) for s in SPLITS} == {"eval": 150, "audit": 50, "live": 20}
     hidden = [i for s in SPLITS for i in ids(drawn.hidden[s])]
     assert len(set(hidden)) == 220 and not set(hidden) & set(drawn.train_ids)
@@ -94,10 +94,10 @@ def test_seed_comes_from_the_environment(monkeypatch):
 
 def test_unknown_source_is_a_clear_error(tmp_path):
     with pytest.raises(BenchmarkError, match="no folder"):
-        load_items("math500", str(tmp_path / "nowhere"))
+        load_items("math500", str(tmp_path / "nowhere"), OFFICIAL)
 
 
 def test_demo_source_is_the_bundled_corpus():
-    loaded = load_items("mmlu", "demo")
+    loaded = load_items("mmlu", "demo", OFFICIAL)
     assert loaded and all(item.benchmark == "mmlu" for item in loaded)
     assert len({item.id for item in loaded}) == len(loaded)

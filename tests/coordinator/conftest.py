@@ -8,7 +8,7 @@ import torch
 
 from evaluator.coordinator.encoder import competition_for_encoder, load_encoder
 from evaluator.coordinator.tiny import make_tiny
-from evaluator.rules import ROLES
+from evaluator.rules import OFFICIAL, ROLES
 
 WORDS = ("solve", "the", "equation", "x", "=", "42", "\\boxed{7}", "Answer: B", "def f(n):",
          "return", "prime", "VERDICT: ACCEPT", "plan", "check", "é", "∑", "\n", "```python")
@@ -21,12 +21,12 @@ def tiny_path(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_rules(tiny_path):
-    return competition_for_encoder(tiny_path)
+    return competition_for_encoder(tiny_path, OFFICIAL)
 
 
 @pytest.fixture(scope="session")
 def encoder(tiny_path, tiny_rules):
-    return load_encoder(str(tiny_path), "cpu", tiny_rules)
+    return load_encoder(str(tiny_path), tiny_rules, "cpu")
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -50,26 +50,26 @@ def test_make_tiny_is_deterministic_for_a_seed(tmp_path, tiny_path):
 ])
 def test_a_checkpoint_that_breaks_the_rules_is_refused(tiny_path, tiny_rules, change, message):
     with pytest.raises(EncoderError, match=message):
-        load_encoder(str(tiny_path), "cpu", dataclasses.replace(tiny_rules, **change))
+        load_encoder(str(tiny_path), dataclasses.replace(tiny_rules, **change), "cpu")
 
 
 def test_official_rules_refuse_the_tiny_checkpoint(tiny_path):
     with pytest.raises(EncoderError, match="--competition"):
-        load_encoder(str(tiny_path), "cpu")
+        load_encoder(str(tiny_path), OFFICIAL, "cpu")
 
 
 def test_missing_or_pickle_only_checkpoints_are_refused(tmp_path, tiny_path, tiny_rules):
     with pytest.raises(EncoderError, match="cannot load"):
-        load_encoder(str(tmp_path / "nowhere"), "cpu", tiny_rules)
+        load_encoder(str(tmp_path / "nowhere"), tiny_rules, "cpu")
     pickled = tmp_path / "pickled"
     pickled.mkdir()
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
         (pickled / name).write_bytes((tiny_path / name).read_bytes())
     (pickled / "pytorch_model.bin").write_bytes(b"not loaded: safetensors only")
     with pytest.raises(EncoderError, match="cannot load"):
-        load_encoder(str(pickled), "cpu", tiny_rules)
+        load_encoder(str(pickled), tiny_rules, "cpu")
     with pytest.raises(EncoderError, match="cannot read the checkpoint"):
-        competition_for_encoder(tmp_path / "nowhere")
+        competition_for_encoder(tmp_path / "nowhere", OFFICIAL)
 
 
 def test_head_input_is_transcript_suffix_then_eos(encoder):

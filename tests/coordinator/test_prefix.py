@@ -10,7 +10,7 @@ import torch
 
 from evaluator.coordinator import head as routing
 from evaluator.coordinator.encoder import Encoder
-from evaluator.coordinator.prefix import CachedFeaturizer, features
+from evaluator.coordinator.prefix import CachedFeaturizer, features, prefix_of
 from evaluator.errors import EncoderError
 
 
@@ -21,7 +21,7 @@ def texts(make_transcripts):
 
 @pytest.fixture(scope="module")
 def cache(encoder, texts):
-    return encoder.prefix(texts)
+    return prefix_of(encoder, texts)
 
 
 @pytest.mark.parametrize(("seed", "head_std", "scale_std"), [
@@ -76,7 +76,7 @@ def test_a_subset_read_for_many_thetas_gives_each_its_own_features(encoder, text
 
 @pytest.mark.parametrize("spill", [False, True])
 def test_over_budget_chunks_are_spilled_or_recomputed(encoder, texts, cache, tmp_path, spill):
-    small = encoder.prefix(texts[:60], budget_bytes=200_000, chunk_tokens=300,
+    small = prefix_of(encoder, texts[:60], budget_bytes=200_000, chunk_tokens=300,
                            spill_dir=tmp_path if spill else None)
     assert small.held_bytes <= 200_000
     assert any(c.tensors is None for c in small.chunks)
@@ -89,7 +89,7 @@ def test_left_cut_transcripts_match_too(encoder, texts):
     short = Encoder(encoder.model, encoder.tokenizer,
                     dataclasses.replace(encoder.rules, head_context_tokens=48))
     scales = np.linspace(3.0, 0.3, encoder.svf.count, dtype=np.float32)
-    cached = features(short.prefix(texts[:40]), scales)
+    cached = features(prefix_of(short, texts[:40]), scales)
     assert torch.allclose(cached, short.features(texts[:40], scales), atol=2e-5)
 
 
@@ -97,7 +97,7 @@ def test_an_earlier_svf_layer_runs_the_layers_between_in_full(encoder, texts):
     early = Encoder(encoder.model, encoder.tokenizer,
                     dataclasses.replace(encoder.rules, svf_layer=1))
     scales = np.linspace(0.3, 3.0, early.svf.count, dtype=np.float32)
-    cached = features(early.prefix(texts[:40]), scales)
+    cached = features(prefix_of(early, texts[:40]), scales)
     assert torch.allclose(cached, early.features(texts[:40], scales), atol=2e-5)
     assert not torch.allclose(cached, encoder.features(texts[:40], scales), atol=1e-3)
 
@@ -121,9 +121,9 @@ def test_bad_indices_are_refused(cache, index):
 def test_bf16_on_cuda_matches_the_full_forward(tiny_path, tiny_rules, make_transcripts):
     from evaluator.coordinator.encoder import load_encoder
 
-    gpu = load_encoder(str(tiny_path), "cuda", tiny_rules)
+    gpu = load_encoder(str(tiny_path), tiny_rules, "cuda")
     texts = make_transcripts(40, seed=8)
     scales = np.linspace(0.5, 2.0, gpu.svf.count, dtype=np.float32)
     assert gpu.dtype == torch.bfloat16
-    assert torch.allclose(features(gpu.prefix(texts), scales), gpu.features(texts, scales),
+    assert torch.allclose(features(prefix_of(gpu, texts), scales), gpu.features(texts, scales),
                           atol=3e-2)

@@ -11,6 +11,7 @@ import pytest
 from evaluator.cli import main
 from evaluator.errors import GitHubError
 from evaluator.github import ChangedFile, GitHub, fetch_submission, push_paths
+from evaluator.rules import OFFICIAL
 
 
 def client(handler, **kwargs) -> tuple[GitHub, list[float]]:
@@ -207,7 +208,7 @@ def test_fetch_copies_only_the_folder_as_plain_files(remote, tmp_path):
                              "submissions/alice/1/README.md": b"# hi",
                              "evaluator/evil.py": b"import os"})
     workspace = remote.clone(tmp_path / "w")
-    written = fetch_submission(workspace, "origin", sha, "submissions/alice/1")
+    written = fetch_submission(workspace, "origin", sha, "submissions/alice/1", rules=OFFICIAL)
 
     assert sorted(written) == ["submissions/alice/1/README.md", "submissions/alice/1/receipt.json"]
     assert (workspace / "submissions/alice/1/README.md").read_bytes() == b"# hi"
@@ -233,4 +234,4 @@ def test_fetch_turns_an_oversized_blob_into_a_sparse_file_of_its_size(remote, tm
 def test_fetch_refuses_an_unknown_commit(remote, tmp_path):
     workspace = remote.clone(tmp_path / "w")
     with pytest.raises(GitHubError, match="git fetch failed"):
-        fetch_submission(workspace, "origin", "e" * 40, "submissions/alice/1")
+        fetch_submission(workspace, "origin", "e" * 40, "submissions/alice/1", rules=OFFICIAL)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from evaluator.pool.simulator import CorpusEntry
+from evaluator.pool.corpus import CorpusItem
 from evaluator.rules import OFFICIAL
 from evaluator.types import Item
 
@@ -35,13 +35,13 @@ class FakeMath:
         return self.extract(response) == reference
 
 
-def make_corpus(n: int = 200) -> list[CorpusEntry]:
+def make_corpus(n: int = 200) -> list[CorpusItem]:
     entries = []
     for i in range(n):
         category = "algebra" if i % 2 == 0 else "geometry"
         item = Item("math500", f"q{i}", f"Question {i}: what is {i} plus {i}?", str(2 * i),
                     category)
-        entries.append(CorpusEntry(item, f"We add: {i} + {i} = {2 * i}.\n\\boxed{{{2 * i}}}",
+        entries.append(CorpusItem(item, f"We add: {i} + {i} = {2 * i}.\n\\boxed{{{2 * i}}}",
                                    f"We add: {i} + {i} = {2 * i + 1}.\n\\boxed{{{2 * i + 1}}}"))
     return entries
 

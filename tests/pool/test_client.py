@@ -49,7 +49,7 @@ def test_the_request_follows_the_rules():
             {"message": {"content": "hi"}}], "usage": {"prompt_tokens": 1000,
                                                        "completion_tokens": 2000}})
 
-    client = OpenRouterClient(api_key="sk-x", transport=httpx.MockTransport(handler))
+    client = OpenRouterClient(api_key="sk-x", transport=httpx.MockTransport(handler), rules=OFFICIAL)
     completion = chat(client, GEMINI)
     assert seen["url"] == "https://openrouter.ai/api/v1/chat/completions"
     assert seen["auth"] == "Bearer sk-x"
@@ -65,14 +65,14 @@ def test_the_request_follows_the_rules():
 def test_base_url_and_key_come_from_the_environment(monkeypatch, base_url):
     monkeypatch.setenv("OPENROUTER_BASE_URL", base_url)
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
-    assert chat(OpenRouterClient()).text
+    assert chat(OpenRouterClient(rules=OFFICIAL)).text
 
 
 def test_openrouter_without_a_key_is_refused(monkeypatch):
     monkeypatch.delenv("OPENROUTER_BASE_URL", raising=False)
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     with pytest.raises(PoolError, match="OPENROUTER_API_KEY"):
-        OpenRouterClient()
+        OpenRouterClient(rules=OFFICIAL)
 
 
 def test_an_unknown_model_is_refused_before_any_call(make_client, simulator):
@@ -167,7 +167,7 @@ def test_concurrency_is_bounded():
 
     async def go():
         async with OpenRouterClient(api_key="k", transport=httpx.MockTransport(handler),
-                                    max_concurrency=3) as client:
+                                    max_concurrency=3, rules=OFFICIAL) as client:
             return await asyncio.gather(*(client.chat(QWEN, MESSAGES) for _ in range(12)))
 
     assert len(asyncio.run(go())) == 12
@@ -201,6 +201,6 @@ def test_the_pool_package_exports_its_public_names():
     import evaluator.pool
 
     assert set(evaluator.pool.__all__) == {
-        "GENESIS", "Completion", "CorpusEntry", "Ledger", "LedgerSummary", "OpenRouterClient",
+        "GENESIS", "Completion", "CorpusItem", "Ledger", "LedgerSummary", "OpenRouterClient",
         "RetryPolicy", "Simulator", "SimulatorServer", "bundled_simulator", "read_corpus",
         "serve_simulator", "verify_ledger"}

@@ -32,12 +32,12 @@ MIN_CATEGORY_ROUTING_GAP = 0.20  # a head that reads the category wins by a wide
 
 @pytest.fixture(scope="module")
 def bundled() -> dict[str, list[CorpusItem]]:
-    return {name: load_corpus([name]) for name in BENCHMARKS}
+    return {name: load_corpus(OFFICIAL, [name]) for name in BENCHMARKS}
 
 
 @pytest.fixture(scope="module")
 def skills() -> dict:
-    return load_personas()
+    return load_personas(OFFICIAL)
 
 
 # Shape --------------------------------------------------------------------------------------
@@ -53,7 +53,7 @@ def test_every_benchmark_has_enough_items_with_unique_ids_and_prompts(bundled):
 
 
 def test_default_load_is_every_benchmark_in_rule_order(bundled):
-    everything = load_corpus()
+    everything = load_corpus(OFFICIAL)
     assert [e.item.benchmark for e in everything] == \
         [name for name in BENCHMARKS for _ in bundled[name]]
 
@@ -203,7 +203,7 @@ def test_category_is_readable_from_the_question_words(bundled, benchmark):
 
 def test_the_simulator_finds_every_item_from_its_rendered_prompt(bundled, skills):
     everything = [e for entries in bundled.values() for e in entries]
-    simulator = Simulator(everything, skills)
+    simulator = Simulator(everything, skills, rules=OFFICIAL)
     for e in everything:
         rendered = get_benchmark(e.item.benchmark).render_prompt(e.item)
         assert simulator.find(f"QUERY:\n{rendered}") is e, e.item.id
@@ -260,18 +260,18 @@ def test_a_valid_line_parses_into_an_item_with_both_responses():
 def test_a_corpus_folder_with_duplicate_ids_is_rejected(tmp_path):
     (tmp_path / "mmlu.jsonl").write_text(_with(GOOD) + "\n" + _with(GOOD) + "\n", encoding="utf-8")
     with pytest.raises(CorpusError, match="duplicate item id 'm-1'"):
-        load_corpus(["mmlu"], root=tmp_path)
+        load_corpus(OFFICIAL, ["mmlu"], root=tmp_path)
 
 
 def test_a_missing_corpus_file_is_a_clear_error(tmp_path):
     with pytest.raises(CorpusError, match="cannot read corpus file"):
-        load_corpus(["mmlu"], root=tmp_path)
+        load_corpus(OFFICIAL, ["mmlu"], root=tmp_path)
 
 
 def test_another_corpus_folder_can_stand_in_for_the_bundled_one(tmp_path):
     (tmp_path / "mmlu.jsonl").write_text(_with(GOOD) + "\n\n" + _with(GOOD, id="m-2") + "\n",
                                          encoding="utf-8")
-    assert [e.item.id for e in load_corpus(["mmlu"], root=tmp_path)] == ["m-1", "m-2"]
+    assert [e.item.id for e in load_corpus(OFFICIAL, ["mmlu"], root=tmp_path)] == ["m-1", "m-2"]
 
 
 def _personas(**overrides) -> dict:
@@ -289,12 +289,12 @@ def _personas(**overrides) -> dict:
 ])
 def test_malformed_skills_are_rejected(data, message):
     with pytest.raises(CorpusError, match=message):
-        check_personas(data)
+        check_personas(data, OFFICIAL)
 
 
 def test_skills_file_is_read_from_the_given_folder(tmp_path):
     (tmp_path / "personas.json").write_text(json.dumps(_personas()), encoding="utf-8")
-    assert load_personas(root=tmp_path)["personas"][OFFICIAL.pool_names[0]]["mmlu"] == {"x": 0.5}
+    assert load_personas(OFFICIAL, root=tmp_path)["personas"][OFFICIAL.pool_names[0]]["mmlu"] == {"x": 0.5}
     (tmp_path / "personas.json").write_text("[", encoding="utf-8")
     with pytest.raises(CorpusError, match="cannot read persona skills"):
-        load_personas(root=tmp_path)
+        load_personas(OFFICIAL, root=tmp_path)

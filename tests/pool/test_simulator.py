@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import sys
-import types
 
 import httpx
 import pytest
@@ -15,23 +14,17 @@ from pool_fakes import DEEPSEEK, GEMINI, PERSONAS, QWEN, FakeMath, make_corpus
 from evaluator.benchmarks.math500 import extract_answer
 from evaluator.benchmarks.mmlu import extract_letter
 from evaluator.commands.pool import load_inputs
-from evaluator.errors import PoolError
-from evaluator.pool.simulator import (
-    JUDGED,
-    NO_WORK,
-    PLANS,
-    Simulator,
-    bundled_simulator,
-    read_corpus,
-)
+from evaluator.errors import CorpusError
+from evaluator.loop import Turn, model_messages, truncate_output
+from evaluator.pool.corpus import read_corpus
+from evaluator.pool.simulator import JUDGED, NO_WORK, PLANS, Simulator, bundled_simulator
 from evaluator.rules import OFFICIAL
-from evaluator.session import Turn, model_messages, truncate_output
 
 BENCH = FakeMath()
 
 
 def turn(role: str, model: str, text: str) -> Turn:
-    return Turn(model=model, role=role, text=text, shown=truncate_output(text))
+    return Turn(model=model, role=role, text=text, shown=truncate_output(text, OFFICIAL))
 
 
 def worker_accuracy(sim: Simulator, model: str, category: str, before=()) -> float:
@@ -60,7 +53,7 @@ def test_worker_accuracy_follows_the_persona_skill_per_category(simulator):
 
 def test_answers_are_deterministic_in_the_seed(corpus):
     def answers(seed):
-        sim = Simulator(corpus, PERSONAS, seed=seed)
+        sim = Simulator(corpus, PERSONAS, seed=seed, rules=OFFICIAL)
         return [sim.answer(DEEPSEEK, model_messages(e.item, BENCH, "Worker", [])) for e in corpus]
 
     assert answers(1) == answers(1)
@@ -74,7 +67,7 @@ def test_a_plan_helps_the_worker(simulator):
 
 
 def test_a_stronger_persona_judges_more_accurately():
-    sim = Simulator(make_corpus(400), PERSONAS, seed=3)
+    sim = Simulator(make_corpus(400), PERSONAS, seed=3, rules=OFFICIAL)
     # on algebra qwen is strong (0.9) and gemini weak (0.3)
     sim.entries = [e for e in sim.entries if e.item.category == "algebra"]
     assert verifier_accuracy(sim, QWEN) > verifier_accuracy(sim, GEMINI) + 0.15
@@ -151,7 +144,7 @@ def test_read_corpus_round_trips_and_names_a_bad_line(tmp_path, corpus):
     write_corpus(path, corpus[:5])
     assert read_corpus(path) == corpus[:5]
     path.write_text(path.read_text() + '{"id": "x"}\n')
-    with pytest.raises(PoolError, match="line 6"):
+    with pytest.raises(CorpusError, match=r"math500\.jsonl:6"):
         read_corpus(path)
 
 
@@ -175,10 +168,12 @@ def test_the_simulate_command_serves_until_stopped(tmp_path, corpus):
 
 
 def test_the_bundled_corpus_and_personas_are_the_default(monkeypatch, corpus):
-    bundled = types.ModuleType("evaluator.pool.corpus")
-    bundled.load_corpus = lambda benchmarks=None: corpus[:3]
-    bundled.load_personas = lambda: PERSONAS
-    monkeypatch.setitem(sys.modules, "evaluator.pool.corpus", bundled)
-    assert load_inputs(None, None) == (corpus[:3], PERSONAS)
-    sim = bundled_simulator(seed=4)
+    from evaluator.commands import pool as command
+    from evaluator.pool import simulator
+
+    for module in (command, simulator):
+        monkeypatch.setattr(module, "load_corpus", lambda rules, benchmarks=None: corpus[:3])
+        monkeypatch.setattr(module, "load_personas", lambda rules: PERSONAS)
+    assert load_inputs(None, None, OFFICIAL) == (corpus[:3], PERSONAS)
+    sim = bundled_simulator(OFFICIAL, seed=4)
     assert sim.entries == corpus[:3] and sim.seed == 4

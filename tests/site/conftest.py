@@ -5,19 +5,19 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evaluator.evaluate import LOST_FIELDS
+from evaluator.records import LOST, PUBLIC_FIELDS
 from evaluator.rules import OFFICIAL
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
 HOSTILE_MARKDOWN = "[x](javascript:alert(1))"
-START = datetime(2026, 9, 1, 12, 0, tzinfo=timezone.utc)
+START = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
@@ -90,7 +90,7 @@ class Board:
                                "per_benchmark": record["per_benchmark"],
                                "paired": record["paired"], "previous": king})
         if outcome == "lost":  # the disclosure rule keeps only these, exactly as evaluate does
-            record = {key: record[key] for key in LOST_FIELDS}
+            record = {key: record[key] for key in PUBLIC_FIELDS[LOST]}
         _write(self.root / "results" / miner / f"{generation}.json", record)
         return record
 
@@ -154,7 +154,7 @@ def built_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     sites = {}
     for name, make in STATES.items():
         base = tmp_path_factory.mktemp(f"site-{name}")
-        sites[name] = build_site(REPO, base / "public", leaderboard_dir=make(base / "leaderboard"))
+        sites[name] = build_site(base / "public", make(base / "leaderboard"), OFFICIAL)
     return sites
 
 

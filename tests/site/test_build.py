@@ -17,8 +17,9 @@ import pandas as pd
 import pytest
 
 from evaluator.cli import main
+from evaluator.errors import SiteBuildError
 from evaluator.rules import OFFICIAL
-from evaluator.site import SiteBuildError, build_site
+from evaluator.site import build_site
 
 pytestmark = pytest.mark.slow  # every MkDocs build takes a few seconds
 
@@ -130,10 +131,12 @@ def test_hostile_text_is_shown_as_text_everywhere(built_sites, hostile):
 
 
 def test_csv_cells_cannot_become_spreadsheet_formulas(tmp_path):
+    from evaluator.records import Result
     from evaluator.site.downloads import download_files
     from evaluator.site.state import LeaderboardState
 
-    state = LeaderboardState(results=[{"miner": "=HYPERLINK(\"x\")", "outcome": "lost"}])
+    state = LeaderboardState(results=[Result.from_dict({"miner": "=HYPERLINK(\"x\")",
+                                                        "outcome": "lost"})])
     frame = pd.read_csv(io.StringIO(download_files(state, ["mmlu"])["evaluations.csv"]))
     assert frame["miner"][0] == "'=HYPERLINK(\"x\")"
 
@@ -145,7 +148,7 @@ def test_rules_pages_render_the_numbers_in_force(built_sites, make_state, tmp_pa
     assert f"({OFFICIAL.max_turns} − avg_turns) / {OFFICIAL.max_turns - 1}" in official["scoring"]
     changed = dataclasses.replace(OFFICIAL, win_margin=0.037, max_turns=7, eval_size=321,
                                   weight_novelty=0.09)
-    site = build_site(REPO, tmp_path / "public", make_state("one_king"), rules=changed)
+    site = build_site(tmp_path / "public", make_state("one_king"), changed)
     rules, scoring = (text_of(site / f"{p}/index.html") for p in ("rules", "scoring"))
     assert "+ 0.037" in rules and f"+ {OFFICIAL.win_margin}" not in rules
     assert "(7 − avg_turns) / 6" in scoring and "321 eval questions" in scoring
@@ -172,20 +175,19 @@ def test_corrupt_leaderboard_fails_the_build_with_its_name(tmp_path):
     (tmp_path / "leaderboard").mkdir()
     (tmp_path / "leaderboard/king.json").write_text("{oops", encoding="utf-8")
     with pytest.raises(SiteBuildError, match=re.escape("king.json is not valid JSON")):
-        build_site(REPO, tmp_path / "public", tmp_path / "leaderboard")
+        build_site(tmp_path / "public", tmp_path / "leaderboard", OFFICIAL)
 
 
 def test_refuses_to_empty_a_folder_that_is_not_a_site(tmp_path):
     (tmp_path / "notes.txt").write_text("keep me", encoding="utf-8")
     with pytest.raises(SiteBuildError, match="not empty"):
-        build_site(REPO, tmp_path, tmp_path / "nowhere")
+        build_site(tmp_path, tmp_path / "nowhere", OFFICIAL)
     assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "keep me"
 
 
 def _repo_copy(root: Path) -> Path:
-    for name in ("site", "templates"):
-        shutil.copytree(REPO / name, root / name)
-    shutil.copytree(REPO / "evaluator/site", root / "evaluator/site")
+    for name in ("site", "templates", "evaluator"):
+        shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
     return root
 
@@ -193,8 +195,10 @@ def _repo_copy(root: Path) -> Path:
 def test_a_page_in_site_may_not_shadow_a_generated_one(tmp_path):
     repo = _repo_copy(tmp_path / "repo")
     (repo / "site/history.md").write_text("# mine\n", encoding="utf-8")
-    with pytest.raises(SiteBuildError, match=re.escape("history.md clashes with a generated page")):
-        build_site(repo, tmp_path / "public", tmp_path / "nowhere")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--quiet"], cwd=repo,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "history.md clashes with a generated page" in done.stderr
 
 
 def test_plain_mkdocs_build_produces_the_whole_site(tmp_path, make_state):
@@ -209,8 +213,10 @@ def test_plain_mkdocs_build_produces_the_whole_site(tmp_path, make_state):
 
 def test_command_builds_and_reports_errors(tmp_path, make_state, capsys):
     out = tmp_path / "out"
-    assert main(["site", "build", "--repo", str(REPO), "--leaderboard",
-                 str(make_state("one_king")), "--out", str(out)]) == 0
+    assert main(["site", "build", "--leaderboard", str(make_state("one_king")),
+                 "--out", str(out)]) == 0
     assert (out / "index.html").is_file() and "site built" in capsys.readouterr().out
-    assert main(["site", "build", "--repo", str(tmp_path), "--out", str(out)]) == 1
-    assert "mkdocs.yml not found" in capsys.readouterr().err
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("keep me", encoding="utf-8")
+    assert main(["site", "build", "--repo", str(tmp_path), "--out", str(tmp_path / "notes")]) == 1
+    assert "not empty" in capsys.readouterr().err

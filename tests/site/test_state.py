@@ -18,14 +18,14 @@ def test_missing_folder_is_the_empty_state(tmp_path):
 
 def test_one_king(make_state):
     state = load_state(make_state("one_king"))
-    assert state.king["miner"] == "alice" and len(state.kings) == 1
+    assert state.king.miner == "alice" and len(state.kings) == 1
     assert [m.name for m in state.miners()] == ["alice"]
     assert set(state.benchmarks) == {"math500", "mmlu", "livecodebench"}
 
 
 def test_results_are_newest_first_and_grouped_by_miner(make_state, hostile):
     state = load_state(make_state("busy"))
-    times = [r["evaluated_at"] for r in state.results]
+    times = [r.evaluated_at for r in state.results]
     assert times == sorted(times, reverse=True) and len(times) == 50
     miners = {m.name: m for m in state.miners()}
     assert hostile["name"] in miners

@@ -1,0 +1,250 @@
+"""The repository's state on disk: where every file lives, and the one reader of leaderboard/.
+
+Layout, relative to the repository root:
+
+    submissions/<login>/<generation>/            a miner's submission folder
+    leaderboard/manifest.json                    the sealed benchmark's public manifest
+    leaderboard/king.json, history.json          the reigning head and every crowning
+    leaderboard/attempts.jsonl                   every attempt that passed the rate-limit gate
+    leaderboard/results/<miner>/<generation>.json  one public result per evaluated submission
+
+`Store` reads strictly by default: a file that is not JSON or breaks its JSON Schema is a
+`LeaderboardError` naming it. `Store(..., lenient=True)` is the site's display mode: files
+must still be JSON objects, but their fields are read loosely, so a page can show what a
+file holds. Writes are atomic (state files) or one fsynced line (the attempts log).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import jsonschema
+import referencing
+
+from evaluator.errors import LeaderboardError
+from evaluator.files import append_line, dumps, try_parse_time, write_atomic
+from evaluator.records import Attempt, Crowning, King, Result
+from evaluator.rules import FORMAT_VERSION, is_generation, is_name
+
+log = logging.getLogger(__name__)
+
+SUBMISSIONS_DIR = "submissions"
+LEADERBOARD_DIR = "leaderboard"
+MANIFEST_FILE, KING_FILE, HISTORY_FILE = "manifest.json", "king.json", "history.json"
+ATTEMPTS_FILE, RESULTS_DIR = "attempts.jsonl", "results"
+MANIFEST_PATH = PurePosixPath(LEADERBOARD_DIR, MANIFEST_FILE)
+SCHEMA_FILES = {"result": "result.schema.json", "king": "king.schema.json",
+                "history": "history.schema.json", "attempt": "attempt.schema.json",
+                "manifest": "manifest.schema.json"}
+
+
+def submission_path(login: str, generation: int | str) -> str:
+    """`submissions/<login>/<generation>`, relative to the repository root."""
+    return f"{SUBMISSIONS_DIR}/{login}/{generation}"
+
+
+def parse_submission_path(path: str) -> tuple[str, int] | None:
+    """(login, generation) of exactly `submissions/<login>/<generation>`, else None."""
+    parts = PurePosixPath(path).parts if isinstance(path, str) else ()
+    if (len(parts) == 3 and parts[0] == SUBMISSIONS_DIR and is_name(parts[1])
+            and is_generation(parts[2]) and path == "/".join(parts)):
+        return parts[1], int(parts[2])
+    return None
+
+
+# ---------------------------------------------------------------- schemas
+
+@cache
+def _registry() -> referencing.Registry:
+    folder = resources.files("evaluator") / "schemas"
+    schemas = [json.loads((folder / name).read_text(encoding="utf-8"))
+               for name in SCHEMA_FILES.values()]
+    return referencing.Registry().with_resources(
+        (s["$id"], referencing.Resource.from_contents(s)) for s in schemas)
+
+
+def schema(kind: str) -> dict:
+    return _registry().contents(f"https://tinyrouter.invalid/schemas/{SCHEMA_FILES[kind]}")
+
+
+def validate(kind: str, data: Any, where: str = "") -> None:
+    """Raise LeaderboardError naming the first field that breaks the `kind` schema."""
+    validator = jsonschema.Draft202012Validator(schema(kind), registry=_registry())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is not None:
+        at = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise LeaderboardError(f"{where or kind} breaks the {kind} schema at {at}: "
+                               f"{error.message[:300]}")
+
+
+# ---------------------------------------------------------------- raw files
+
+def read_json(path: Path, kind: type = dict) -> Any:
+    """A JSON file of the given top-level type, or None when the file is absent."""
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LeaderboardError(f"{path} is not valid JSON ({exc}); restore it from git") from exc
+    if not isinstance(data, kind):
+        raise LeaderboardError(f"{path} should hold a JSON {kind.__name__}; restore it from git")
+    return data
+
+
+def read_json_lines(path: Path) -> list[dict[str, Any]]:
+    """The objects of a JSONL file, one per non-empty line; a bad line is named."""
+    if not path.is_file():
+        return []
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise LeaderboardError(f"{path}:{number} is not valid JSON ({exc}); restore it "
+                                   "from git") from exc
+        if not isinstance(row, dict):
+            raise LeaderboardError(f"{path}:{number} should be a JSON object")
+        rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------- the store
+
+@dataclass(frozen=True)
+class Store:
+    """One repository's state. `board` reads leaderboard/ from elsewhere (the site's option)."""
+
+    repo: Path
+    board: Path | None = None
+    lenient: bool = False
+
+    @property
+    def root(self) -> Path:
+        return Path(self.board) if self.board is not None else Path(self.repo) / LEADERBOARD_DIR
+
+    def file(self, name: str) -> Path:
+        return self.root / name
+
+    def relative(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.repo).as_posix()
+        except ValueError:
+            return str(path)
+
+    def result_path(self, miner: str, generation: int) -> Path:
+        return self.root / RESULTS_DIR / miner / f"{generation}.json"
+
+    def submission(self, login: str, generation: int | str) -> Path:
+        return Path(self.repo) / submission_path(login, generation)
+
+    def _checked(self, kind: str, data: Any, path: Path) -> Any:
+        if data is not None and not self.lenient:
+            validate(kind, data, self.relative(path))
+        return data
+
+    # -------------------------------------------------------- readers
+
+    def manifest(self) -> dict[str, Any] | None:
+        path = self.file(MANIFEST_FILE)
+        return self._checked("manifest", read_json(path), path)
+
+    def manifest_hash(self) -> str | None:
+        manifest = self.manifest()
+        return manifest.get("manifest_hash") if manifest else None
+
+    def king(self) -> King | None:
+        path = self.file(KING_FILE)
+        data = self._checked("king", read_json(path), path)
+        king = (data or {}).get("king")
+        return King.from_dict(king) if isinstance(king, dict) else None
+
+    def history(self) -> list[Crowning]:
+        path = self.file(HISTORY_FILE)
+        data = self._checked("history", read_json(path), path) or {}
+        return [Crowning.from_dict(k) for k in data.get("kings") or [] if isinstance(k, dict)]
+
+    def attempts(self) -> list[Attempt]:
+        path = self.file(ATTEMPTS_FILE)
+        rows = read_json_lines(path)
+        for number, row in enumerate(rows, start=1):
+            self._checked("attempt", row, Path(f"{self.relative(path)} line {number}"))
+        return [Attempt.from_dict(row) for row in rows]
+
+    def result_files(self) -> list[Path]:
+        return sorted((self.root / RESULTS_DIR).glob("*/*.json"))
+
+    def result(self, path: Path) -> Result:
+        data = self._checked("result", read_json(path), path)
+        record = Result.from_dict(data)
+        if self.lenient and record.miner == "None":  # a file without a name: show its folder
+            record = Result.from_dict({**data, "miner": path.parent.name})
+        return record
+
+    def results(self) -> list[Result]:
+        """Every public result, newest first."""
+        records = [self.result(path) for path in self.result_files()]
+        return sorted(records, key=lambda r: (_sort_time(r.evaluated_at), r.miner,
+                                              r.generation), reverse=True)
+
+    def submission_folders(self) -> list[Path]:
+        """Every `submissions/<login>/<generation>` folder (real folders, valid names only)."""
+        root = Path(self.repo) / SUBMISSIONS_DIR
+        if not root.is_dir():
+            return []
+        return sorted(p for p in root.glob("*/*") if p.is_dir() and not p.is_symlink()
+                      and is_name(p.parent.name) and is_generation(p.name))
+
+    def merged_generations(self, login: str, exclude: Path | None = None) -> list[int]:
+        """Generations already in submissions/<login>/ (login compared case-insensitively)."""
+        return [int(p.name) for p in self.submission_folders()
+                if p.parent.name.lower() == login.lower() and p != exclude]
+
+    def next_generation(self, login: str, attempts: list[Attempt] | None = None,
+                        pr: int | None = None, exclude: Path | None = None) -> int:
+        """1 + the highest merged or attempted generation; a re-run PR keeps its own."""
+        attempts = self.attempts() if attempts is None else attempts
+        mine = [a for a in attempts if a.miner.lower() == login.lower()]
+        for attempt in mine:
+            if pr is not None and attempt.pr == pr:
+                return attempt.generation
+        seen = self.merged_generations(login, exclude) + [a.generation for a in mine]
+        return max(seen, default=0) + 1
+
+    # -------------------------------------------------------- writers
+
+    def record_attempt(self, attempt: Attempt) -> bool:
+        """Append the attempt unless this PR already has one; returns whether a line was added."""
+        if attempt.pr is not None and any(a.pr == attempt.pr for a in self.attempts()):
+            return False
+        try:
+            append_line(self.file(ATTEMPTS_FILE), json.dumps(attempt.to_dict(), sort_keys=True))
+        except OSError as exc:
+            raise LeaderboardError(f"cannot record the attempt in {ATTEMPTS_FILE}: {exc}") from exc
+        return True
+
+    def write_result(self, result: Result) -> Path:
+        path = self.result_path(result.miner, result.generation)
+        write_atomic(path, dumps(result.public()))
+        return path
+
+    def write_king(self, king: King | None) -> None:
+        write_atomic(self.file(KING_FILE), dumps(
+            {"format": FORMAT_VERSION, "king": None if king is None else king.to_dict()}))
+
+    def write_history(self, kings: list[Crowning]) -> None:
+        write_atomic(self.file(HISTORY_FILE), dumps(
+            {"format": FORMAT_VERSION, "kings": [k.to_dict() for k in kings]}))
+
+
+def _sort_time(value: Any) -> float:
+    moment = try_parse_time(value)
+    return moment.timestamp() if moment else float("-inf")

@@ -1,0 +1,93 @@
+"""`pack`: a training run as the next submission folder, with its receipt and README."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evaluator import __version__
+from evaluator.errors import TrainingError
+from evaluator.files import dumps, format_time, utc_now
+from evaluator.pool.ledger import verify_ledger
+from evaluator.rules import NAME_RE, Competition, is_name
+from evaluator.store import Store
+from evaluator.submission.folder import write_submission
+from evaluator.submission.weights import read_weights
+from evaluator.templating import render
+from evaluator.train.data import LEDGER_FILE
+from evaluator.train.run import BEST_FILE, read_run
+
+SPARK = "▁▂▃▄▅▆▇█"
+SPARK_WIDTH = 60
+RECEIPT_MARGIN = 512  # bytes for the fields write_submission adds
+README_TEMPLATE = "submission/README.md.j2"
+
+
+def sparkline(values: Sequence[float], width: int = SPARK_WIDTH) -> str:
+    """The values as one line of block characters, resampled to at most `width`."""
+    if len(values) > width:
+        values = [values[round(i * (len(values) - 1) / (width - 1))] for i in range(width)]
+    lo, hi = min(values), max(values)
+    span = (hi - lo) or 1.0
+    return "".join(SPARK[round((v - lo) / span * (len(SPARK) - 1))] for v in values)
+
+
+def render_readme(login: str, generation: int, summary: dict[str, Any],
+                  history: list[dict], cost_usd: float) -> str:
+    """The submission's README: the run's settings, how it did, and its fitness curve."""
+    step = max(1, len(history) // 10)
+    shown = history[::step] + ([history[-1]] if (len(history) - 1) % step else [])
+    return render(README_TEMPLATE, login=login, generation=generation, summary=summary,
+                  opt=summary["optimizer"], cost_usd=cost_usd, shown=shown,
+                  best_line=sparkline([h["best"] for h in history]),
+                  mean_line=sparkline([h["mean"] for h in history]))
+
+
+def receipt_fields(summary: dict[str, Any], history: list[dict], cost_usd: float,
+                   ledger_head: str, created_at: str) -> dict[str, Any]:
+    """The receipt minus what write_submission fills in from the files themselves."""
+    opt = summary["optimizer"]
+    return {"benchmarks": summary["benchmarks"],
+            "optimizer": {k: opt[k] for k in ("name", "popsize", "sigma0", "seed")}
+            | {"generations": len(history)},
+            "fitness_history": [{k: (h[k] if k == "generation" else round(h[k], 6))
+                                 for k in ("generation", "mean", "max", "best")}
+                                for h in history],
+            "total_cost_usd": round(cost_usd, 6), "ledger_head": ledger_head,
+            "tinyrouter_version": __version__, "created_at": created_at}
+
+
+def pack(run_dir: str | Path, login: str, repo_dir: str | Path, rules: Competition,
+         created_at: str | None = None) -> Path:
+    """Write the run's head as submissions/<login>/<next generation>/, whole or not at all."""
+    run_dir = Path(run_dir)
+    if not is_name(login):
+        raise TrainingError(f"{login!r} is not a valid GitHub login ({NAME_RE.pattern})")
+    summary, history = read_run(run_dir)
+    if len(history) < rules.receipt_min_fitness_entries:
+        raise TrainingError(f"{run_dir} has {len(history)} finished generation(s); a "
+                            f"receipt needs at least {rules.receipt_min_fitness_entries}: "
+                            "continue it with `tinyrouter train --resume --generations N`")
+    if summary.get("pool") != list(rules.pool_names) or summary.get("n_params") != rules.n_params:
+        raise TrainingError(f"{run_dir} was trained for another pool or head size than these "
+                            "rules (check --competition)")
+    head, scales = read_weights(run_dir / BEST_FILE, rules)
+    if not (run_dir / LEDGER_FILE).is_file():
+        raise TrainingError(f"{run_dir} has no {LEDGER_FILE}: train on data collected with "
+                            "`tinyrouter collect`, whose ledger proves the receipt's cost")
+    ledger = verify_ledger(run_dir / LEDGER_FILE)
+    if ledger.total_cost_usd <= rules.receipt_min_cost_usd:
+        raise TrainingError(f"the run's ledger records ${ledger.total_cost_usd}; a receipt "
+                            f"needs a cost above ${rules.receipt_min_cost_usd}")
+    repo = Path(repo_dir)
+    generation = Store(repo).next_generation(login)
+    created_at = created_at or format_time(utc_now())
+    fields = receipt_fields(summary, history, ledger.total_cost_usd, ledger.head, created_at)
+    size = len(dumps(fields)) + RECEIPT_MARGIN
+    if size > rules.max_receipt_bytes:
+        raise TrainingError(f"{len(history)} generations make a receipt of about {size} bytes, "
+                            f"over the {rules.max_receipt_bytes}-byte cap; train a new run "
+                            "with fewer --generations")
+    readme = render_readme(login, generation, summary, history, ledger.total_cost_usd)
+    return write_submission(repo, login, generation, head, scales, fields, rules, readme)

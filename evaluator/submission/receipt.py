@@ -1,0 +1,117 @@
+"""receipt.json: the training receipt, parsed strictly (semantic checks are gate 4's).
+
+The parser rejects unknown fields, duplicate keys, NaN literals and wrong types, so a
+receipt that parses has exactly the shape below.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evaluator.errors import SubmissionError
+from evaluator.files import is_utc_time, loads_strict
+from evaluator.rules import FORMAT_VERSION, RECEIPT_FILE, Competition, is_name, is_sha256
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """A parsed, schema-valid receipt.json."""
+
+    data: dict[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.data[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int
+
+
+def _is_number(v: Any) -> bool:
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+def _is_str_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+Check = Callable[[Any], bool]
+OPTIMIZER_FIELDS: dict[str, tuple[Check, str]] = {
+    "name": (lambda v: isinstance(v, str) and 0 < len(v) <= 64, "a short string"),
+    "popsize": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "sigma0": (lambda v: _is_number(v) and v > 0, "a positive number"),
+    "generations": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "seed": (_is_int, "an integer"),
+}
+FITNESS_FIELDS: dict[str, tuple[Check, str]] = {
+    "generation": (lambda v: _is_int(v) and v >= 0, "a non-negative integer"),
+    "mean": (_is_number, "a finite number"),
+    "max": (_is_number, "a finite number"),
+    "best": (_is_number, "a finite number"),
+}
+RECEIPT_FIELDS: dict[str, tuple[Check, str]] = {
+    "format": (lambda v: v == FORMAT_VERSION and _is_int(v), f"the integer {FORMAT_VERSION}"),
+    "miner": (is_name, "a GitHub login"),
+    "generation": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "benchmarks": (lambda v: _is_str_list(v) and 0 < len(v) == len(set(v)),
+                   "a non-empty list of distinct benchmark names"),
+    "pool": (lambda v: _is_str_list(v) and len(v) > 0, "a list of pool model names"),
+    "n_params": (_is_int, "an integer"),
+    "optimizer": (lambda v: isinstance(v, dict), "an object"),
+    "fitness_history": (lambda v: isinstance(v, list), "a list"),
+    "total_cost_usd": (lambda v: _is_number(v) and v >= 0, "a non-negative number"),
+    "ledger_head": (is_sha256, "a SHA-256 hex digest"),
+    "weights_sha256": (is_sha256, "a SHA-256 hex digest"),
+    "tinyrouter_version": (lambda v: isinstance(v, str) and 0 < len(v) <= 32, "a version string"),
+    "created_at": (is_utc_time, "a UTC time like 2026-11-28T10:00:00Z"),
+}
+
+
+def _check_object(obj: dict[str, Any], fields: dict[str, tuple[Check, str]], where: str) -> None:
+    unknown = sorted(set(obj) - set(fields))
+    if unknown:
+        raise SubmissionError(f"{where} has unknown field(s) {', '.join(map(repr, unknown))}")
+    missing = [name for name in fields if name not in obj]
+    if missing:
+        raise SubmissionError(f"{where} is missing {', '.join(map(repr, missing))}")
+    for name, (check, expected) in fields.items():
+        if not check(obj[name]):
+            raise SubmissionError(f"{where}: {name!r} must be {expected}")
+
+
+def parse_receipt(raw: bytes | str, rules: Competition) -> Receipt:
+    try:
+        data = loads_strict(raw, RECEIPT_FILE)
+    except ValueError as exc:
+        raise SubmissionError(str(exc)) from exc
+    if not isinstance(data, dict):
+        raise SubmissionError(f"{RECEIPT_FILE} must be a JSON object")
+    _check_object(data, RECEIPT_FIELDS, RECEIPT_FILE)
+    unknown = sorted(set(data["benchmarks"]) - set(rules.benchmarks))
+    if unknown:
+        raise SubmissionError(f"{RECEIPT_FILE}: unknown benchmark(s) {', '.join(unknown)}")
+    _check_object(data["optimizer"], OPTIMIZER_FIELDS, f"{RECEIPT_FILE} optimizer")
+    for i, entry in enumerate(data["fitness_history"]):
+        if not isinstance(entry, dict):
+            raise SubmissionError(f"{RECEIPT_FILE} fitness_history[{i}] must be an object")
+        _check_object(entry, FITNESS_FIELDS, f"{RECEIPT_FILE} fitness_history[{i}]")
+    return Receipt(data)
+
+
+def load_receipt(path: str | Path, rules: Competition) -> Receipt:
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > rules.max_receipt_bytes:
+            raise SubmissionError(f"{RECEIPT_FILE} is {size} bytes; at most "
+                                  f"{rules.max_receipt_bytes} are allowed")
+        return parse_receipt(path.read_bytes(), rules)
+    except OSError as exc:
+        raise SubmissionError(f"cannot read {RECEIPT_FILE}: {exc.strerror}") from exc

@@ -1,0 +1,143 @@
+"""Training data: DATA/<benchmark>.jsonl rows from `tinyrouter collect`, and the training set.
+
+Each row is an `AnsweredItem`: a public train item with every pool model's graded Worker
+answer. Files are appended batch by batch (one write and an fsync each), so an interrupted
+collection loses at most a batch and resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from evaluator.errors import TrainingError
+from evaluator.rules import Competition
+from evaluator.types import AnsweredItem
+
+log = logging.getLogger(__name__)
+
+LEDGER_FILE = "ledger.jsonl"  # the cost ledger beside collected data, and in every run folder
+
+
+def data_path(data_dir: str | Path, benchmark: str) -> Path:
+    return Path(data_dir) / f"{benchmark}.jsonl"
+
+
+def read_answered(path: str | Path, rules: Competition, repair: bool = False) -> list[AnsweredItem]:
+    """Rows of a training-data file; with `repair`, a torn last line (a crash) is cut off."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    if lines[-1] and repair:  # no final newline: the last write did not finish
+        log.warning("%s: dropping an unfinished last line", path)
+        path.write_bytes(raw[:len(raw) - len(lines[-1])])
+        lines[-1] = b""
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(AnsweredItem.from_dict(json.loads(line)))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise TrainingError(f"{path} line {number} is not a training row ({exc}); "
+                                f"remove that line or collect into another folder") from exc
+        if sorted(rows[-1].answers) != sorted(rules.pool_names):
+            raise TrainingError(f"{path} was collected for the pool "
+                                f"{sorted(rows[-1].answers)}, not {list(rules.pool_names)}; "
+                                f"collect into another folder")
+    return rows
+
+
+def append_answered(path: str | Path, rows: Sequence[AnsweredItem]) -> None:
+    """Append rows with one write and an fsync, so an interrupted run loses at most a batch."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(row.to_dict(), sort_keys=True) + "\n" for row in rows)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_training_rows(path: Path, rules: Competition) -> list[AnsweredItem]:
+    """The rows `tinyrouter collect` wrote to one benchmark's file, for the rules' pool."""
+    if not path.is_file():
+        raise TrainingError(f"no training data at {path}; run `tinyrouter collect` first")
+    rows = read_answered(path, rules)
+    if not rows:
+        raise TrainingError(f"{path} holds no training rows")
+    return rows
+
+
+@dataclass
+class TrainingSet:
+    """Training rows in benchmark order, with their correctness matrix (rows × pool models)."""
+
+    rows: list[AnsweredItem]
+    benchmark_of: np.ndarray
+    correct: np.ndarray = field(repr=False)
+    benchmarks: tuple[str, ...]
+
+    @classmethod
+    def of(cls, rows: Sequence[AnsweredItem], rules: Competition,
+           benchmarks: Sequence[str] | None = None) -> TrainingSet:
+        """Rows (any order) as a training set; benchmarks in the given order, else the rules'."""
+        present = {r.item.benchmark for r in rows}
+        benchmarks = tuple(benchmarks or (b for b in rules.benchmarks if b in present))
+        ordered = sorted(rows, key=lambda r: benchmarks.index(r.item.benchmark))
+        owner = np.array([benchmarks.index(r.item.benchmark) for r in ordered], dtype=np.int64)
+        correct = np.array([r.correct_vector(rules.pool_names) for r in ordered])
+        return cls(ordered, owner, correct.reshape(len(ordered), rules.n_models), benchmarks)
+
+    def targets(self, shrink: float) -> np.ndarray:
+        """Correctness pulled toward each (benchmark, category)'s mean: (1 − s)·c + s·mean.
+
+        One cached answer is a single draw of the model's skill on such a question; the
+        category's rate on the train rows is the better guess for the next question like it.
+        Rows without a category share their benchmark's rate.
+        """
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, row in enumerate(self.rows):
+            groups.setdefault((row.item.benchmark, row.item.category), []).append(i)
+        means = np.empty_like(self.correct, dtype=np.float64)
+        for rows in groups.values():
+            means[rows] = self.correct[rows].mean(axis=0)
+        return (1 - shrink) * self.correct + shrink * means
+
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256()
+        for row in self.rows:
+            digest.update(f"{row.item.benchmark}/{row.item.id}/{row.item.category}\n".encode())
+        digest.update(np.ascontiguousarray(self.correct).tobytes())
+        return digest.hexdigest()
+
+
+def load_training_set(data_dir: str | Path, benchmarks: Sequence[str],
+                      rules: Competition) -> TrainingSet:
+    unknown = sorted(set(benchmarks) - set(rules.benchmarks))
+    if unknown or not benchmarks or len(set(benchmarks)) != len(benchmarks):
+        raise TrainingError(f"--benchmarks {','.join(benchmarks)}: name each once, from "
+                            f"{','.join(rules.benchmarks)}")
+    rows = [row for name in benchmarks for row in read_training_rows(data_path(data_dir, name),
+                                                                       rules)]
+    return TrainingSet.of(rows, rules, benchmarks)
+
+
+def minibatch(data: TrainingSet, generation: int, seed: int, size: int) -> np.ndarray:
+    """Indices of one generation's batch: an equal share per benchmark, without replacement."""
+    rng = np.random.default_rng([seed, generation])
+    parts = []
+    share = max(1, size // len(data.benchmarks))
+    for b in range(len(data.benchmarks)):
+        pool = np.flatnonzero(data.benchmark_of == b)
+        parts.append(rng.choice(pool, size=min(share, len(pool)), replace=False))
+    return np.sort(np.concatenate(parts))

@@ -1,0 +1,290 @@
+"""Train one routing head with separable CMA-ES: the run, its checkpoints and its summary.
+
+Fitness is the expected cached accuracy of `fitness.evaluate_population` against each row's
+target (the cached grade pulled toward the model's rate on the question's category,
+`shrink`), so the head is rewarded for who is good at what rather than for which answers
+happened to land. Resuming replays the recorded fitness values through a fresh optimiser
+with the same seed, which rebuilds its state exactly without pickling it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import cma
+import numpy as np
+
+from evaluator import __version__
+from evaluator.errors import TrainingError
+from evaluator.files import write_json
+from evaluator.rules import NAME_RE, Competition, is_name
+from evaluator.submission.weights import (
+    read_weights,
+    tensors_from_theta,
+    theta_from_tensors,
+    write_weights,
+)
+from evaluator.train.data import LEDGER_FILE, TrainingSet, minibatch
+from evaluator.train.fitness import (
+    Featurizer,
+    argmax_accuracy,
+    evaluate_population,
+    expected_accuracy,
+)
+from evaluator.train.live import LiveFitness, live_weight
+
+log = logging.getLogger(__name__)
+
+OPTIMIZER_NAME = "sep-cma-es"
+BEST_FILE = "best.safetensors"
+HISTORY_FILE = "history.json"
+SUMMARY_FILE = "summary.json"
+CHECKPOINT_FILE = "checkpoint.json"
+CHECKPOINT_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One run's settings. `resolve` fills the rules' defaults and checks every value."""
+
+    benchmarks: tuple[str, ...]
+    generations: int
+    popsize: int
+    sigma0: float
+    minibatch: int
+    scales_step: float
+    shrink: float
+    seed: int = 0
+    encoder: str = ""
+    data: str = ""
+    live: bool = False
+    live_items: int = 0  # live questions per benchmark and generation, with `live`
+
+    @classmethod
+    def resolve(cls, rules: Competition, benchmarks: tuple[str, ...], **given: Any) -> TrainConfig:
+        """A config from command-line values: None takes the rules' default, 0 is an error."""
+        defaults = {"generations": rules.train_generations, "popsize": rules.train_popsize,
+                    "sigma0": rules.train_sigma0, "minibatch": rules.train_minibatch,
+                    "scales_step": rules.train_scales_step, "shrink": rules.train_shrink}
+        values = {**defaults, **{k: v for k, v in given.items() if v is not None}}
+        config = cls(benchmarks=tuple(benchmarks), **values)
+        config.check()
+        return config
+
+    def check(self) -> None:
+        for name in ("generations", "minibatch", "sigma0", "scales_step"):
+            if not getattr(self, name) > 0:
+                raise TrainingError(f"--{name.replace('_', '-')} must be positive, "
+                                    f"not {getattr(self, name)}")
+        if self.popsize < 2:
+            raise TrainingError(f"--popsize must be at least 2, not {self.popsize}")
+        if not 0 <= self.shrink <= 1:
+            raise TrainingError(f"--shrink {self.shrink} must lie between 0 and 1")
+        if self.live and self.live_items < 1:
+            raise TrainingError("--live-items must be positive")
+
+    def settings(self) -> dict[str, Any]:
+        """What must match for a resume to continue the same run (not the length)."""
+        data = asdict(self)
+        data.pop("generations")
+        data["benchmarks"] = list(self.benchmarks)
+        return data
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        return dataclasses.replace(self, **changes)
+
+
+# ---------------------------------------------------------------- optimiser
+
+def initial_theta(rules: Competition) -> np.ndarray:
+    """W = 0 (uniform routing) and scales = 1 (the encoder unchanged)."""
+    return theta_from_tensors(np.zeros(rules.head_shape, np.float32),
+                              np.ones(rules.svf_scale_count, np.float32)).astype(np.float64)
+
+
+def make_optimizer(config: TrainConfig, rules: Competition) -> cma.CMAEvolutionStrategy:
+    # pycma reads seed 0 as "from the clock", so the run's seed is shifted by one.
+    stds = np.concatenate([np.ones(rules.n_head_params),
+                           np.full(rules.svf_scale_count, config.scales_step)])
+    options = {"CMA_diagonal": True, "popsize": config.popsize, "seed": config.seed + 1,
+               "CMA_stds": stds, "verbose": -9, "tolfun": 0, "tolflatfitness": 10**9,
+               "tolfunhist": 0, "tolstagnation": 10**9, "tolx": 0}
+    return cma.CMAEvolutionStrategy(initial_theta(rules), config.sigma0, options)
+
+
+def _state_digest(es: cma.CMAEvolutionStrategy) -> str:
+    return hashlib.sha256(np.asarray(es.mean, dtype=np.float64).tobytes()).hexdigest()
+
+
+def _step(es: cma.CMAEvolutionStrategy, fitness: Callable[[list], np.ndarray]) -> np.ndarray:
+    """One ask/evaluate/tell; the evaluation cannot disturb pycma's global random stream."""
+    thetas = es.ask()
+    state = np.random.get_state()
+    try:
+        values = np.asarray(fitness(thetas), dtype=np.float64)
+    finally:
+        np.random.set_state(state)
+    es.tell(thetas, list(-values))  # pycma minimises
+    return values
+
+
+# ---------------------------------------------------------------- run directory
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise TrainingError(f"{path.parent} has no {path.name}: {what}") from exc
+    except (OSError, ValueError) as exc:
+        raise TrainingError(f"{path} is unreadable or corrupt ({exc}); start a new run") from exc
+
+
+def load_checkpoint(run_dir: Path, config: TrainConfig, data: TrainingSet) -> dict[str, Any]:
+    ckpt = _read_json(run_dir / CHECKPOINT_FILE, "nothing to resume")
+    told = ckpt.get("told") if isinstance(ckpt, dict) else None
+    if (ckpt.get("format") != CHECKPOINT_FORMAT or not isinstance(told, list)
+            or not all(isinstance(g, list) and len(g) == config.popsize for g in told)):
+        raise TrainingError(f"{run_dir / CHECKPOINT_FILE} is corrupt; start a new run")
+    if ckpt.get("settings") != config.settings():
+        raise TrainingError(f"{run_dir} was trained with other settings {ckpt.get('settings')}; "
+                            "resume with the same options or pick another --run-name")
+    if ckpt.get("data_fingerprint") != data.fingerprint():
+        raise TrainingError(f"{run_dir} was trained on other data; resume with the same --data")
+    return ckpt
+
+
+def replay(es: cma.CMAEvolutionStrategy, ckpt: dict[str, Any]) -> None:
+    """Rebuild the optimiser's state from the fitness values it was told."""
+    for values in ckpt["told"]:
+        es.tell(es.ask(), [-float(v) for v in values])
+    if _state_digest(es) != ckpt.get("digest"):
+        raise TrainingError("the checkpoint does not reproduce its run (corrupt, or another "
+                            "version of pycma); start a new run")
+
+
+def prepare_run_dir(run_dir: Path, resume: bool, ledger_source: Path | None) -> None:
+    if resume:
+        return
+    if run_dir.exists() and any(run_dir.iterdir()):
+        raise TrainingError(f"{run_dir} already holds a run; pass --resume to continue it "
+                            "or choose another --run-name")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if ledger_source is not None and ledger_source.is_file():
+        # The run's ledger starts as the collection's; live training appends to it.
+        shutil.copyfile(ledger_source, run_dir / LEDGER_FILE)
+
+
+def save_state(run_dir: Path, es: cma.CMAEvolutionStrategy, config: TrainConfig,
+               data: TrainingSet, told: list[list[float]], history: list[dict],
+               rules: Competition) -> None:
+    head, scales = tensors_from_theta(np.asarray(es.mean, dtype=np.float32), rules)
+    tmp = run_dir / f".{BEST_FILE}.tmp"
+    write_weights(tmp, head, scales)
+    tmp.replace(run_dir / BEST_FILE)
+    write_json(run_dir / HISTORY_FILE, {"format": CHECKPOINT_FORMAT, "generations": history})
+    write_json(run_dir / CHECKPOINT_FILE, {
+        "format": CHECKPOINT_FORMAT, "settings": config.settings(),
+        "data_fingerprint": data.fingerprint(), "told": told, "digest": _state_digest(es)})
+
+
+def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
+                 featurizer: Featurizer, rules: Competition, resume: bool = False,
+                 ledger_source: Path | None = None,
+                 on_generation: Callable[[dict], None] | None = None,
+                 live: LiveFitness | None = None) -> dict[str, Any]:
+    """Train to `config.generations` (continuing a checkpoint with `resume`); returns the summary.
+
+    With `config.live`, each candidate's fitness also counts its live accuracy, weighted as
+    the score weighs live against cached accuracy; `live` plays the questions.
+    """
+    run_dir = Path(run_dir)
+    if config.live and live is None:
+        raise TrainingError("live training needs a pool to play questions through")
+    if not is_name(run_dir.name):
+        raise TrainingError(f"run name {run_dir.name!r} must match {NAME_RE.pattern}")
+    prepare_run_dir(run_dir, resume, ledger_source)
+    log.debug("training %s: %s on %d rows", run_dir, config, len(data.rows))
+    es = make_optimizer(config, rules)
+    told: list[list[float]] = []
+    history: list[dict] = []
+    if resume:
+        ckpt = load_checkpoint(run_dir, config, data)
+        replay(es, ckpt)
+        told = ckpt["told"]
+        history = _read_json(run_dir / HISTORY_FILE, "nothing to resume")["generations"]
+    start = time.monotonic() - (history[-1]["seconds"] if history else 0.0)
+    targets = data.targets(config.shrink)
+    for generation in range(len(told), config.generations):
+        index = minibatch(data, generation, config.seed, config.minibatch)
+        extra: dict[str, float] = {}
+
+        def fitness(thetas: list, ix: np.ndarray = index, g: int = generation,
+                    extra: dict = extra) -> np.ndarray:
+            cached = evaluate_population(thetas, ix, targets, featurizer, rules)
+            if not config.live:
+                return cached
+            played = live(thetas, g)
+            extra["live_mean"] = float(played.mean())
+            w = live_weight(rules)
+            return (1 - w) * cached + w * played
+
+        values = _step(es, fitness)
+        told.append([float(v) for v in values])
+        best = max(float(values.max()), history[-1]["best"] if history else -np.inf)
+        history.append({"generation": generation, "mean": float(values.mean()),
+                        "max": float(values.max()), "best": best, **extra,
+                        "seconds": round(time.monotonic() - start, 3)})
+        save_state(run_dir, es, config, data, told, history, rules)
+        if on_generation:
+            on_generation(history[-1])
+    if not history:
+        raise TrainingError("no generation was trained; ask for at least one (--generations)")
+    summary = summarize(run_dir, config, data, featurizer, history, rules)
+    write_json(run_dir / SUMMARY_FILE, summary)
+    return summary
+
+
+def summarize(run_dir: Path, config: TrainConfig, data: TrainingSet, featurizer: Featurizer,
+              history: list[dict], rules: Competition) -> dict[str, Any]:
+    """The run's settings and how its final head does on each benchmark's training rows."""
+    head, scales = read_weights(run_dir / BEST_FILE, rules)
+    feats = featurizer.features(np.arange(len(data.rows)), scales)
+    per_bench = {}
+    for b, name in enumerate(data.benchmarks):
+        rows = data.benchmark_of == b
+        per_bench[name] = {"items": int(rows.sum()),
+                           "expected_acc": expected_accuracy(head, feats[rows], data.correct[rows],
+                                                             rules),
+                           "argmax_acc": argmax_accuracy(head, feats[rows], data.correct[rows],
+                                                         rules)}
+    return {"format": CHECKPOINT_FORMAT, "run_name": run_dir.name,
+            "benchmarks": list(data.benchmarks), "pool": list(rules.pool_names),
+            "n_params": rules.n_params, "encoder": config.encoder, "data": config.data,
+            "live": config.live, "minibatch": config.minibatch,
+            "scales_step": config.scales_step, "shrink": config.shrink,
+            "optimizer": {"name": OPTIMIZER_NAME, "popsize": config.popsize,
+                          "sigma0": config.sigma0, "generations": len(history),
+                          "seed": config.seed},
+            "best_fitness": history[-1]["best"], "final_mean_fitness": history[-1]["mean"],
+            "seconds": history[-1]["seconds"], "train": per_bench,
+            "tinyrouter_version": __version__}
+
+
+def read_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A run's summary and its per-generation fitness history (what pack and score read)."""
+    run_dir = Path(run_dir)
+    summary = _read_json(run_dir / SUMMARY_FILE, "the run has not finished a generation")
+    history = _read_json(run_dir / HISTORY_FILE, "the run has not finished a generation")
+    history = history.get("generations") if isinstance(history, dict) else None
+    if not isinstance(summary, dict) or not isinstance(history, list):
+        raise TrainingError(f"{run_dir} holds a corrupt summary or history; start a new run")
+    return summary, history

@@ -1,0 +1,135 @@
+"""Offline fakes for evaluation tests: hidden sets with a known answer key, a linear router, a pool.
+
+Items fall in two categories; model 0 answers category "c0" right, model 1 "c1", model 2
+nothing. A head reading the category scores 1.0 cached, one that always picks model 0
+scores 0.5. Every question and answer carries a SECRET marker the disclosure tests hunt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from evaluator.evaluate import Contender
+from evaluator.loop import LiveOutcome, coordinator_transcript
+from evaluator.rules import OFFICIAL, ROLES
+from evaluator.types import AnsweredItem, Decision, Item, ModelAnswer
+
+# a tiny θ and the sizes of make_sets(), as the overrides a CLI run reads
+SMALL = {"hidden_size": 8, "svf_scale_count": 8, "eval_size": 20, "audit_size": 10,
+         "live_size": 6}
+RULES = dataclasses.replace(OFFICIAL, **SMALL)
+CATEGORIES = ("c0", "c1")
+SECRET = "SECRET"
+
+
+def item(bench: str, split: str, i: int) -> Item:
+    category = CATEGORIES[i % 2]
+    return Item(benchmark=bench, id=f"{bench}-{split}-{i}", category=category,
+                prompt=f"{SECRET}-QUESTION {bench} {split} {i} topic:{category}",
+                reference=f"{SECRET}-REFERENCE-{i}")
+
+
+def right_model(category: str) -> int:
+    return CATEGORIES.index(category)
+
+
+def answered(it: Item, audit_broken: bool = False) -> AnsweredItem:
+    answers = {}
+    for m, name in enumerate(RULES.pool_names):
+        correct = m == right_model(it.category) and not (audit_broken and m == 0)
+        answers[name] = ModelAnswer(text=f"{SECRET}-ANSWER {it.id} by {name}", correct=correct)
+    return AnsweredItem(item=it, answers=answers)
+
+
+def make_sets(n_eval=20, n_audit=10, n_live=6, broken_audit=()):
+    """Hidden sets; benchmarks in `broken_audit` have model 0 wrong on every audit item."""
+    sets = {}
+    for bench in RULES.benchmarks:
+        sets[bench] = {
+            "eval": [answered(item(bench, "eval", i)) for i in range(n_eval)],
+            "audit": [answered(item(bench, "audit", i), bench in broken_audit)
+                      for i in range(n_audit)],
+            "live": [item(bench, "live", i) for i in range(n_live)]}
+    return sets
+
+
+def features(text: str) -> np.ndarray:
+    """A bias, the category one-hot, and hashed noise: what a tiny encoder might see."""
+    f = np.zeros(RULES.hidden_size)
+    f[0] = 1.0
+    for k, category in enumerate(CATEGORIES):
+        f[1 + k] = float(f"topic:{category}" in text)
+    f[3 + zlib.crc32(text.encode()) % 5] = 0.01
+    return f
+
+
+class LinearRouter:
+    """argmax per logit group of head · features(text); counts calls and transcripts."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def decide(self, transcripts, theta, reuse=False):
+        self.calls += 1
+        head = np.asarray(theta[: RULES.n_head_params]).reshape(RULES.head_shape)
+        decisions = []
+        for text in transcripts:
+            z = head @ features(text)
+            decisions.append(Decision(RULES.pool_names[int(np.argmax(z[:3]))],
+                                      ROLES[int(np.argmax(z[3:]))]))
+        return decisions
+
+
+def head_theta(route: dict[str | None, int], role: int = 1, noise: float = 0.0) -> np.ndarray:
+    """θ of a head sending category → model (`None`: the default for every category)."""
+    head = np.zeros(RULES.head_shape)
+    if None in route:
+        head[route[None], 0] = 1.0
+    for k, category in enumerate(CATEGORIES):
+        if category in route:
+            head[route[category], 1 + k] = 2.0
+    head[3 + role, 0] = 1.0
+    head[:, 7] += noise
+    return np.concatenate([head.reshape(-1), np.ones(RULES.svf_scale_count)])
+
+
+SMART = {"c0": 0, "c1": 1}
+ALWAYS_0 = {None: 0}
+ALWAYS_2 = {None: 2}
+
+
+class FakePool:
+    """Plays live questions: right when turn 1 picks the category's model; records calls."""
+
+    def __init__(self, turns: int = 2, cost: float = 0.001):
+        self.turns, self.cost, self.calls = turns, cost, []
+
+    def __call__(self, bench, items, policy):
+        self.calls.append((bench, len(items)))
+        decisions = policy([coordinator_transcript(it.prompt, []) for it in items])
+        return [LiveOutcome(item_id=it.id, n_turns=self.turns, cost_usd=self.cost * self.turns,
+                            correct=RULES.pool_names.index(d.model) == right_model(it.category),
+                            decisions=(d,) * self.turns)
+                for it, d in zip(items, decisions, strict=True)]
+
+
+def contender(route, miner="alice", generation=1, pr=12, role=1, noise=0.0):
+    return Contender(miner=miner, generation=generation, theta=head_theta(route, role, noise),
+                     pr=pr, head_sha="a" * 40)
+
+FAST_KDF = {"log2_n": 10, "r": 1, "p": 1}
+
+
+def seal_sets(directory: Path, sets: dict, password: str) -> Path:
+    """Seal the fake sets the way `tinyrouter seal` does, with a cheap KDF."""
+    from evaluator.benchmarks.sealing import KdfParams, seal_split, sealed_path
+
+    for bench, splits in sets.items():
+        for split, rows in splits.items():
+            seal_split(sealed_path(directory, bench, split), [r.to_dict() for r in rows],
+                       bench, split, password, KdfParams(**FAST_KDF))
+    return directory

@@ -1,0 +1,189 @@
+"""`tinyrouter evaluate` and `tinyrouter leaderboard` on a repository, with a sealed fake benchmark.
+
+The encoder and the pool are fakes (the real ones are exercised in test_end_to_end.py);
+everything else is real: gates, sealing, king lookup, records, apply, templates.
+"""
+
+import json
+import logging
+
+import numpy as np
+import pytest
+from evaluation_fakes import (
+    ALWAYS_0,
+    RULES,
+    SECRET,
+    SMALL,
+    SMART,
+    FakePool,
+    LinearRouter,
+    head_theta,
+    make_sets,
+    seal_sets,
+)
+
+from evaluator import cli
+from evaluator.evaluate import evaluate_submission
+from evaluator.store import Store
+
+PASSWORD = "correct horse battery staple"
+COMPONENTS = ("cached_acc", "audit_acc", "live_acc", "avg_turns", "efficiency", "novelty",
+              "overfit_penalty")
+
+
+def add_head(repo, make_submission, login, route, generation=1, noise=0.0):
+    theta = head_theta(route, noise=noise)
+    head = theta[: RULES.n_head_params].reshape(RULES.head_shape).astype(np.float32)
+    return make_submission(repo, login, generation, head=head,
+                           scales=np.ones(RULES.svf_scale_count, np.float32), rules=RULES)
+
+
+@pytest.fixture
+def world(repo, tmp_path, make_submission, monkeypatch):
+    """A repo with alice (reads the category) and bob (always model 0), sealed sets, fakes."""
+    add_head(repo, make_submission, "alice", SMART)
+    add_head(repo, make_submission, "bob", ALWAYS_0)
+    sealed = seal_sets(tmp_path / "sealed", make_sets(), PASSWORD)
+    competition = tmp_path / "competition.json"
+    competition.write_text(json.dumps(SMALL))
+    monkeypatch.setenv("BENCHMARK_PASSWORD", PASSWORD)
+    monkeypatch.setattr("evaluator.coordinator.router.load_router", lambda *a: LinearRouter())
+    monkeypatch.setattr("evaluator.pool.runner.pool_runner", lambda *a: FakePool())
+    return {"repo": repo, "sealed": sealed, "competition": competition, "tmp": tmp_path}
+
+
+def tinyrouter(world, *argv):
+    return cli.main(["--competition", str(world["competition"]), *map(str, argv)])
+
+
+def evaluate(world, login, pr, *extra):
+    out = world["tmp"] / f"{login}.json"
+    private = world["tmp"] / f"{login}.private.json"
+    code = tinyrouter(world, "evaluate", "--repo", world["repo"], "--submission",
+                      f"submissions/{login}/1", "--benchmark-dir", world["sealed"], "--pr", pr,
+                      "--head-sha", "c" * 40, "--out", out, "--private-out", private, *extra)
+    assert code == 0
+    return out, json.loads(out.read_text()), json.loads(private.read_text())
+
+
+def test_first_king_then_a_loser_then_idempotent_apply(world, capsys):
+    out, public, _ = evaluate(world, "alice", 1)
+    assert public["outcome"] == "king"
+    assert tinyrouter(world, "leaderboard", "apply", out, "--repo", world["repo"]) == 0
+    assert Store(world["repo"]).king().miner == "alice"
+
+    out, public, private = evaluate(world, "bob", 2)
+    assert public["outcome"] == "lost" and public["delta"] < 0
+    # the king was re-scored in this run with the novelty it was crowned with
+    assert private["king"]["miner"] == "alice"
+    assert {c["novelty"] for c in private["king"]["per_benchmark"].values()} == {0.5}
+    for _ in range(2):
+        assert tinyrouter(world, "leaderboard", "apply", out, "--repo", world["repo"]) == 0
+    assert "already recorded" in capsys.readouterr().out
+    assert tinyrouter(world, "leaderboard", "validate", out, "--repo", world["repo"]) == 0
+    assert Store(world["repo"]).king().miner == "alice"
+    assert len(Store(world["repo"]).history()) == 1
+
+
+def test_a_losing_run_discloses_nothing_but_its_composite(world, capsys, caplog, monkeypatch):
+    out, _, _ = evaluate(world, "alice", 1)
+    tinyrouter(world, "leaderboard", "apply", out, "--repo", world["repo"])
+    capsys.readouterr()
+    summary = world["tmp"] / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    with caplog.at_level(logging.DEBUG):
+        out, public, private = evaluate(world, "bob", 2, "--format", "github")
+        tinyrouter(world, "leaderboard", "render", out)
+    streams = capsys.readouterr()
+    shown = "\n".join([streams.out, streams.err, caplog.text, summary.read_text(),
+                       out.read_text()])
+    assert "not crowned" in shown and f"{public['composite']:.4f}" in shown
+    # no hidden question, answer or reference, whatever the channel
+    assert SECRET not in shown
+    # none of the loser's components, by name or by value
+    for name in COMPONENTS:
+        assert name not in shown
+    mine = private["challenger"]["per_benchmark"]
+    published = {round(public[k], 4) for k in ("composite", "king_composite", "delta")}
+    values = {round(c[k], 4) for c in mine.values() for k in ("efficiency", "score")}
+    assert values - published
+    for value in values - published:
+        assert f"{value:.4f}" not in shown and f"{value:.3f}" not in shown
+
+
+def test_new_king_summary_shows_the_breakdown(world, capsys, monkeypatch):
+    out, _, _ = evaluate(world, "bob", 1)
+    tinyrouter(world, "leaderboard", "apply", out, "--repo", world["repo"])
+    capsys.readouterr()
+    summary = world["tmp"] / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    out, public, _ = evaluate(world, "alice", 2, "--format", "github")
+    assert public["outcome"] == "king"
+    assert "::notice title=TinyRouter evaluation::alice generation 1: new king" in (
+        capsys.readouterr().out)
+    text = summary.read_text()
+    assert "| mmlu |" in text and "Paired cached-accuracy difference" in text
+    tinyrouter(world, "leaderboard", "apply", out, "--repo", world["repo"])
+    king = Store(world["repo"]).king()
+    assert (king.miner, king.previous.miner) == ("alice", "bob")
+
+
+def test_a_gate_failure_is_rejected_before_anything_is_decrypted(repo, make_submission):
+    folder = make_submission(repo, "mallory", 1, head=np.zeros(RULES.head_shape, np.float32),
+                             scales=np.ones(RULES.svf_scale_count, np.float32), rules=RULES)
+
+    def never():
+        raise AssertionError("the hidden sets were opened for a rejected head")
+
+    result = evaluate_submission(repo, "submissions/mallory/1", never, LinearRouter(),
+                                 FakePool(), RULES, pr=5, head_sha="d" * 40)
+    assert result.outcome == "rejected"
+    assert result.public()["reason"].startswith("gate 2 (weight sanity)")
+    assert folder.exists()
+
+
+def test_a_copy_of_the_king_is_caught_by_the_duplicate_gate(world, make_submission):
+    add_head(world["repo"], make_submission, "carol", SMART, noise=1e-6)
+    result = evaluate_submission(world["repo"], "submissions/carol/1", make_sets, LinearRouter(),
+                                 FakePool(), RULES, pr=9)
+    assert result.public()["reason"].startswith("gate 3 (duplicate)")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--submission", "evaluator/x"], "submissions/<login>/<n>"),
+    (["--submission", "submissions/alice/1", "--head-sha", "XYZ"], "--head-sha"),
+    (["--submission", "submissions/alice/1", "--pr", "0"], "--pr"),
+])
+def test_usage_errors(world, capsys, argv, message):
+    code = tinyrouter(world, "evaluate", "--repo", world["repo"], "--benchmark-dir",
+                      world["sealed"], "--out", world["tmp"] / "r.json", *argv)
+    assert code == 2 and message in capsys.readouterr().err
+
+
+def test_wrong_password_is_one_clear_error(world, capsys, monkeypatch):
+    monkeypatch.setenv("BENCHMARK_PASSWORD", "wrong")
+    code = tinyrouter(world, "evaluate", "--repo", world["repo"], "--submission",
+                      "submissions/alice/1", "--benchmark-dir", world["sealed"],
+                      "--out", world["tmp"] / "r.json")
+    assert code == 1
+    assert "cannot decrypt" in capsys.readouterr().err
+    assert not (world["tmp"] / "r.json").exists()
+
+
+def test_apply_refuses_an_invalid_result(world, capsys):
+    bad = world["tmp"] / "bad.json"
+    bad.write_text(json.dumps({"format": 1, "outcome": "king"}))
+    assert tinyrouter(world, "leaderboard", "apply", bad, "--repo", world["repo"]) == 1
+    assert "schema" in capsys.readouterr().err
+    assert not (world["repo"] / "leaderboard" / "king.json").exists()
+
+
+def test_seed_king_from_a_maintainer_evaluation(world):
+    out = world["tmp"] / "seed.json"
+    assert tinyrouter(world, "evaluate", "--repo", world["repo"], "--submission",
+                      "submissions/alice/1", "--benchmark-dir", world["sealed"],
+                      "--out", out) == 0
+    assert tinyrouter(world, "leaderboard", "seed-king", "submissions/alice/1", "--result", out,
+                      "--repo", world["repo"]) == 0
+    assert Store(world["repo"]).king().pr is None
+    assert tinyrouter(world, "leaderboard", "validate", "--repo", world["repo"]) == 0

@@ -1,0 +1,132 @@
+"""The package's shape: no import cycle, the command layer on top, the light commands light."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "evaluator"
+COMMAND_LAYER = ("evaluator.cli", "evaluator.commands", "evaluator.__main__")
+HEAVY = ("torch", "transformers", "matplotlib", "mkdocs")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def resolve(name: str) -> str | None:
+    """The package module an import names (a name imported from a module resolves to it)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports(path: Path) -> set[str]:
+    """Every evaluator module this file imports, anywhere in it, with each parent package
+    (importing `a.b.c` runs `a.b`'s __init__ first)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        for name in names:
+            target = resolve(name) if name.startswith("evaluator") else None
+            while target and target != "evaluator":
+                found.add(target)
+                target = target.rpartition(".")[0]
+    return found - {module_name(path)}
+
+
+GRAPH = {name: imports(path) for name, path in MODULES.items()}
+
+
+def test_no_import_cycles():
+    done, path = set(), []
+
+    def visit(name: str) -> None:
+        if name in path:
+            cycle = [*path[path.index(name):], name]
+            pytest.fail("import cycle: " + " → ".join(cycle))
+        if name in done:
+            return
+        path.append(name)
+        for target in sorted(GRAPH.get(name, ())):
+            if not (name.startswith(f"{target}.")):  # a module needs its own package: no cycle
+                visit(target)
+        path.pop()
+        done.add(name)
+
+    for name in sorted(GRAPH):
+        visit(name)
+
+
+def test_nothing_below_the_command_layer_imports_it():
+    below = {n: targets for n, targets in GRAPH.items() if not n.startswith(COMMAND_LAYER)}
+    upward = {n: sorted(t for t in targets if t.startswith(COMMAND_LAYER))
+              for n, targets in below.items()}
+    assert {n: t for n, t in upward.items() if t} == {}
+
+
+@pytest.mark.parametrize("argv", [
+    ["--help"],
+    ["gates", "--help"],
+    ["preflight", "--help"],
+    ["leaderboard", "--help"],
+    ["gh", "--help"],
+    ["grade", "--help"],
+])
+def test_light_commands_load_no_heavy_library(argv):
+    probe = ("import sys\nfrom evaluator.cli import main\n"
+             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+             f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})\n"
+             "print(heavy)\n")
+    done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_light_commands_run_without_a_heavy_library(repo, make_submission, tmp_path):
+    """`gates` end to end with torch, transformers, matplotlib and mkdocs unimportable."""
+    make_submission(repo, "alice", 1)
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(
+        "import sys\n"
+        f"for name in {HEAVY!r}:\n"
+        "    sys.modules[name] = None  # importing it raises ImportError\n", encoding="utf-8")
+    env = {"PYTHONPATH": str(blocker), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-m", "evaluator", "preflight", "submissions/alice/1",
+                           "--repo", str(repo)], capture_output=True, text=True, timeout=60,
+                          env=env)
+    assert done.returncode == 0, done.stderr
+    assert "all gates passed" in done.stdout
+
+
+def test_the_wheel_lists_every_folder_and_file_kind():
+    import tomllib
+
+    root = PACKAGE.parent
+    setuptools = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"]
+    mapped = {folder: package for package, folder in setuptools["package-dir"].items()}
+    assert set(mapped) == {"templates", "site"}
+    folders = [p for top in (PACKAGE, root / "templates", root / "site")
+               for p in (top, *top.rglob("*")) if p.is_dir() and p.name != "__pycache__"]
+
+    def package(folder: Path) -> str:
+        top, *rest = folder.relative_to(root).parts
+        return ".".join([mapped.get(top, top), *rest])
+
+    assert sorted(setuptools["packages"]) == sorted(package(f) for f in folders)
+    kinds = {f"*{p.suffix}" for f in folders for p in f.iterdir() if p.is_file()} - {"*.py", "*.pyc"}
+    assert kinds <= set(setuptools["package-data"]["*"])

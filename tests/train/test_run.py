@@ -1,0 +1,401 @@
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from evaluator.cli import main
+from evaluator.errors import TrainingError
+from evaluator.loop import coordinator_transcript
+from evaluator.rules import OFFICIAL
+from evaluator.submission import read_weights, theta_from_tensors
+from evaluator.train import fitness
+from evaluator.train.data import TrainingSet, load_training_set, minibatch
+from evaluator.train.fitness import (
+    argmax_accuracy,
+    encoder_featurizer,
+    evaluate_population,
+    expected_accuracy,
+)
+from evaluator.train.live import pool_live_fitness
+from evaluator.train.run import TrainConfig, initial_theta, run_training
+from evaluator.types import AnsweredItem, Item, ModelAnswer
+
+TINY = dataclasses.replace(OFFICIAL, hidden_size=8, svf_scale_count=7 * 8)
+BENCHES = ("math500", "mmlu")
+
+
+class FakeFeatures:
+    """Fixed random features; the first SVF scales stretch them, as a real layer would."""
+
+    def __init__(self, base: np.ndarray):
+        self.base = base
+        self.calls = 0
+
+    def features(self, index, scales):
+        self.calls += 1
+        f = self.base[index] * scales[:self.base.shape[1]]
+        return f / np.linalg.norm(f, axis=1, keepdims=True)
+
+
+def routing_problem(n: int = 120, seed: int = 0, rules=TINY):
+    """Items whose feature j says whether model j is right: a head can learn to route."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(n, rules.hidden_size))
+    correct = base[:, :rules.n_models] > 0.3
+    rows = [AnsweredItem(Item(BENCHES[i * len(BENCHES) // n], f"q{i}", f"question {i}", "1"),
+                         {m: ModelAnswer("…", bool(correct[i, j]))
+                          for j, m in enumerate(rules.pool_names)}) for i in range(n)]
+    return rows, base
+
+
+def write_data(folder, rows):
+    folder.mkdir(parents=True, exist_ok=True)
+    for bench in BENCHES:
+        lines = [json.dumps(r.to_dict()) for r in rows if r.item.benchmark == bench]
+        (folder / f"{bench}.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+@pytest.fixture
+def problem(tmp_path):
+    rows, base = routing_problem()
+    data = load_training_set(write_data(tmp_path / "data", rows), BENCHES, TINY)
+    return data, FakeFeatures(base)
+
+
+def config(generations=5, **kw):
+    return TrainConfig.resolve(TINY, BENCHES, generations=generations,
+                               popsize=kw.pop("popsize", 8), sigma0=0.3,
+                               minibatch=kw.pop("minibatch", 40), **kw)
+
+
+# ---------------------------------------------------------------- fitness
+
+# three items with features (1,0), (0,1), (0,-1); who is right on each:
+FEATS = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+CORRECT = np.array([[0, 0, 1], [1, 1, 0], [0, 1, 0]], dtype=float)
+
+
+@pytest.mark.parametrize(("model_rows", "expected", "argmax"), [
+    # W = 0: uniform routing; argmax ties fall to the first model
+    ([[0, 0], [0, 0], [0, 0]], (1 / 3 + 2 / 3 + 1 / 3) / 3, 1 / 3),
+    # a perfect router
+    ([[0, 1e3], [0, -1e3], [1e3, 0]], 1.0, 1.0),
+    # right on items 1 and 3, undecided between models 0 and 2 on item 2
+    ([[0, 0], [0, -1e3], [1e3, 0]], (1 + 0.5 + 1) / 3, 1.0),
+    # always wrong where it is sure
+    ([[1e3, -1e3], [0, 0], [0, 0]], (0 + 0.5 + 0) / 3, 1 / 3),
+])
+def test_fitness_on_a_fixture(model_rows, expected, argmax):
+    head = np.vstack([np.array(model_rows, dtype=float), np.zeros((3, 2))])
+    assert expected_accuracy(head, FEATS, CORRECT, TINY) == pytest.approx(expected)
+    assert argmax_accuracy(head, FEATS, CORRECT, TINY) == pytest.approx(argmax)
+
+
+def category_set(outcomes):
+    """A TrainingSet from rows of (benchmark, category, who is right)."""
+    rows = [AnsweredItem(Item(b, f"q{i}", "?", "1", category=c),
+                         {m: ModelAnswer("…", bool(right[j])) for j, m in enumerate(TINY.pool_names)})
+            for i, (b, c, right) in enumerate(outcomes)]
+    correct = np.array([r.correct_vector(TINY.pool_names) for r in rows])
+    owner = np.array([BENCHES.index(b) for b, _, _ in outcomes])
+    return TrainingSet(rows, owner, correct, BENCHES)
+
+
+def test_targets_pull_each_answer_toward_its_category_rate():
+    data = category_set([
+        # Algebra: model 0 is right on three of four, model 1 on one
+        ("math500", "Algebra", (1, 0, 0)), ("math500", "Algebra", (1, 0, 0)),
+        ("math500", "Algebra", (1, 1, 0)), ("math500", "Algebra", (0, 0, 0)),
+        # the same category name in another benchmark is another group
+        ("mmlu", "Algebra", (0, 0, 1)),
+        # rows without a category share their benchmark's rate
+        ("mmlu", "", (0, 1, 0)), ("mmlu", "", (0, 0, 0)),
+    ])
+    assert np.array_equal(data.targets(0.0), data.correct)
+    half = data.targets(0.5)
+    assert half[3].tolist() == [0.375, 0.125, 0.0]  # (0 + 3/4)/2, (0 + 1/4)/2, 0
+    assert half[0].tolist() == [0.875, 0.125, 0.0]
+    assert half[4].tolist() == [0.0, 0.0, 1.0]
+    assert data.targets(1.0)[5].tolist() == [0.0, 0.5, 0.0]
+
+
+def test_shrinking_rewards_routing_by_category_over_memorising_answers():
+    # model 0 is the Algebra specialist, model 1 the Geometry one, but single answers vary
+    outcomes = [("math500", "Algebra", (1, 0, 0))] * 3 + [("math500", "Algebra", (0, 1, 0))] \
+        + [("math500", "Geometry", (0, 1, 0))] * 3 + [("math500", "Geometry", (1, 0, 0))]
+    data = category_set(outcomes)
+    by_category = np.zeros(TINY.head_shape)  # one feature per item (hidden size 8)
+    by_category[0, :4] = by_category[1, 4:] = 1e3
+    memorised = np.zeros(TINY.head_shape)
+    for i, (_, _, right) in enumerate(outcomes):
+        memorised[right.index(1), i] = 1e3
+    scales = np.ones(TINY.svf_scale_count, np.float32)
+    thetas = [theta_from_tensors(h.astype(np.float32), scales) for h in (by_category, memorised)]
+
+    class OneHot:
+        def features(self, index, scales):
+            return np.eye(TINY.hidden_size)[index]
+
+    index = np.arange(8)
+    raw = evaluate_population(thetas, index, data.targets(0.0), OneHot(), TINY)
+    shrunk = evaluate_population(thetas, index, data.targets(1.0), OneHot(), TINY)
+    assert raw[1] > raw[0]  # on the answers alone, memorising wins
+    assert shrunk[0] > shrunk[1]  # on the categories' rates, routing by category wins
+
+
+def test_minibatch_is_shared_mixed_and_seeded(problem):
+    data, _ = problem
+    a = minibatch(data, generation=3, seed=0, size=40)
+    assert np.array_equal(a, minibatch(data, 3, 0, 40))
+    assert not np.array_equal(a, minibatch(data, 4, 0, 40))
+    assert np.bincount(data.benchmark_of[a]).tolist() == [20, 20]
+    assert len(set(a.tolist())) == 40
+
+
+# ---------------------------------------------------------------- the CMA-ES loop
+
+def test_cma_es_learns_to_route_a_small_problem(problem, tmp_path):
+    data, feats = problem
+    summary = run_training(tmp_path / "run", config(60, popsize=12), data, feats, TINY)
+    best_single = data.correct.mean(axis=0).max()
+    for bench in summary["train"].values():
+        assert bench["argmax_acc"] > best_single + 0.1
+    history = json.loads((tmp_path / "run" / "history.json").read_text())["generations"]
+    assert history[-1]["best"] > history[0]["mean"]
+    assert [h["generation"] for h in history] == list(range(60))
+
+
+def test_run_writes_the_experiment_folder(problem, tmp_path):
+    data, feats = problem
+    seen = []
+    run_training(tmp_path / "run", config(3), data, feats, TINY, on_generation=seen.append)
+    run = tmp_path / "run"
+    assert {p.name for p in run.iterdir()} >= {"best.safetensors", "history.json",
+                                               "summary.json", "checkpoint.json"}
+    head, scales = read_weights(run / "best.safetensors", TINY)
+    assert head.shape == TINY.head_shape and scales.shape == (TINY.svf_scale_count,)
+    assert [e["generation"] for e in seen] == [0, 1, 2]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["optimizer"] == {"name": "sep-cma-es", "popsize": 8, "sigma0": 0.3,
+                                    "generations": 3, "seed": 0}
+
+
+def test_start_is_uniform_routing_with_the_encoder_unchanged():
+    theta = initial_theta(TINY)
+    assert theta.shape == (TINY.n_params,)
+    assert not theta[:TINY.n_head_params].any() and (theta[TINY.n_head_params:] == 1).all()
+
+
+def _outputs(run):
+    history = json.loads((run / "history.json").read_text())["generations"]
+    return [{k: v for k, v in h.items() if k != "seconds"} for h in history], \
+        (run / "best.safetensors").read_bytes()
+
+
+def test_deterministic_for_a_seed(problem, tmp_path):
+    data, feats = problem
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        run_training(tmp_path / name, config(4, seed=seed), data, feats, TINY)
+    assert _outputs(tmp_path / "a") == _outputs(tmp_path / "b")
+    assert _outputs(tmp_path / "a") != _outputs(tmp_path / "c")
+
+
+def test_stray_global_randomness_does_not_change_the_run(problem, tmp_path):
+    data, feats = problem
+
+    class Noisy(FakeFeatures):
+        def features(self, index, scales):
+            np.random.random(5)  # another library drawing from numpy's global stream
+            return super().features(index, scales)
+
+    run_training(tmp_path / "a", config(4), data, feats, TINY)
+    run_training(tmp_path / "b", config(4), data, Noisy(feats.base), TINY)
+    assert _outputs(tmp_path / "a") == _outputs(tmp_path / "b")
+
+
+def test_resume_continues_exactly_where_it_stopped(problem, tmp_path):
+    data, feats = problem
+    run_training(tmp_path / "straight", config(6), data, feats, TINY)
+    run_training(tmp_path / "split", config(3), data, feats, TINY)
+    calls = feats.calls
+    run_training(tmp_path / "split", config(6), data, feats, TINY, resume=True)
+    assert _outputs(tmp_path / "straight") == _outputs(tmp_path / "split")
+    # only the three new generations were evaluated (8 candidates each, + the summary)
+    assert feats.calls - calls == 3 * 8 + 1
+
+
+# ---------------------------------------------------------------- bad input
+
+def test_existing_run_needs_resume(problem, tmp_path):
+    data, feats = problem
+    run_training(tmp_path / "run", config(2), data, feats, TINY)
+    with pytest.raises(TrainingError, match="--resume"):
+        run_training(tmp_path / "run", config(4), data, feats, TINY)
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    (lambda c: "{not json", "corrupt"),
+    (lambda c: json.dumps({**c, "told": [*c["told"][:1], [0.5]]}), "corrupt"),
+    (lambda c: json.dumps({**c, "told": [g[::-1] for g in c["told"]]}),
+     "does not reproduce"),
+    (lambda c: json.dumps({**c, "data_fingerprint": "0" * 64}), "other data"),
+    (lambda c: json.dumps({**c, "settings": {**c["settings"], "minibatch": 7}}),
+     "other settings"),
+])
+def test_damaged_checkpoint_is_a_clear_error(problem, tmp_path, damage, message):
+    data, feats = problem
+    run_training(tmp_path / "run", config(2), data, feats, TINY)
+    path = tmp_path / "run" / "checkpoint.json"
+    path.write_text(damage(json.loads(path.read_text())))
+    with pytest.raises(TrainingError, match=message):
+        run_training(tmp_path / "run", config(4), data, feats, TINY, resume=True)
+
+
+def test_resume_on_recategorised_data_is_refused(problem, tmp_path):
+    # the categories decide the shrunk grades, so they are part of the data's identity
+    data, feats = problem
+    run_training(tmp_path / "run", config(2), data, feats, TINY)
+    rows = [dataclasses.replace(r, item=dataclasses.replace(r.item, category="Algebra"))
+            for r in data.rows]
+    relabelled = dataclasses.replace(data, rows=rows)
+    with pytest.raises(TrainingError, match="other data"):
+        run_training(tmp_path / "run", config(4), relabelled, feats, TINY, resume=True)
+
+
+def test_resume_without_a_checkpoint_is_a_clear_error(problem, tmp_path):
+    data, feats = problem
+    with pytest.raises(TrainingError, match="nothing to resume"):
+        run_training(tmp_path / "run", config(2), data, feats, TINY, resume=True)
+
+
+def test_training_data_for_another_pool_is_refused(tmp_path):
+    rows, _ = routing_problem(12)
+    other = dataclasses.replace(TINY, pool=TINY.pool[:2])
+    folder = write_data(tmp_path / "data", rows)
+    with pytest.raises(TrainingError, match="collected for the pool"):
+        load_training_set(folder, BENCHES, other)
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "run `tinyrouter collect` first"),
+    ("", "no training rows"),
+    ("{\"item\": 3}\n", "is not a training row"),
+])
+def test_missing_or_broken_data_is_a_clear_error(tmp_path, content, message):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    rows, _ = routing_problem(12)
+    write_data(folder, rows)
+    if content is None:
+        (folder / "mmlu.jsonl").unlink()
+    else:
+        (folder / "mmlu.jsonl").write_text(content)
+    with pytest.raises(TrainingError, match=message):
+        load_training_set(folder, BENCHES, TINY)
+
+
+# ---------------------------------------------------------------- command line
+
+def test_train_command_runs_and_resumes(tmp_path, monkeypatch, capsys):
+    rows, base = routing_problem()
+    data = write_data(tmp_path / "data", rows)
+    competition = tmp_path / "tiny.json"
+    competition.write_text(json.dumps({"hidden_size": 8, "svf_scale_count": 56}))
+    monkeypatch.setattr(fitness, "encoder_featurizer", lambda enc, d, rules: FakeFeatures(base))
+    argv = ["--competition", str(competition), "train", "--benchmarks", ",".join(BENCHES),
+            "--run-name", "r1", "--data", str(data), "--experiments", str(tmp_path / "exp"),
+            "--popsize", "6", "--minibatch", "20", "--no-progress"]
+    assert main([*argv, "--generations", "2"]) == 0
+    assert main([*argv, "--generations", "3", "--resume"]) == 0
+    history = json.loads((tmp_path / "exp" / "r1" / "history.json").read_text())
+    assert len(history["generations"]) == 3
+    assert "tinyrouter pack --run-dir" in capsys.readouterr().out
+    assert main([*argv, "--generations", "3"]) == 1
+    assert "--resume" in capsys.readouterr().err
+    assert main([*argv, "--generations", "3", "--resume", "--shrink", "0"]) == 1
+    assert "other settings" in capsys.readouterr().err
+    assert main([*argv, "--run-name", "r2", "--shrink", "1.5"]) == 1
+    assert "between 0 and 1" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A tiny Qwen3 checkpoint and the rules that fit it."""
+    from evaluator.coordinator import competition_for_encoder, make_tiny
+
+    encoder = make_tiny(tmp_path_factory.mktemp("tiny") / "encoder")
+    return encoder, competition_for_encoder(encoder, OFFICIAL)
+
+
+@pytest.mark.slow
+def test_train_and_summary_through_the_tiny_encoder(tmp_path, tiny):
+    encoder, rules = tiny
+    rows, _ = routing_problem(24, rules=rules)
+    data = load_training_set(write_data(tmp_path / "data", rows), BENCHES, rules)
+    featurizer = encoder_featurizer(str(encoder), data, rules)
+    summary = run_training(tmp_path / "run", config(2, minibatch=12), data, featurizer,
+                                 rules)
+    assert summary["n_params"] == rules.n_params
+    _, scales = read_weights(tmp_path / "run" / "best.safetensors", rules)
+    # the cached features under the trained scales are the full forward pass's
+    full = featurizer.cache.encoder.features(
+        [coordinator_transcript(r.item.prompt, []) for r in rows[:4]], scales).numpy()
+    assert np.allclose(featurizer.features(np.arange(4), scales), full, atol=1e-4)
+
+
+def corpus_entry(i: int, bench: str):
+    from evaluator.pool.corpus import CorpusItem
+
+    if bench == "math500":
+        item = Item(bench, f"m{i}", f"Compute {i} + {i}. Put the answer in \\boxed{{}}.",
+                    str(2 * i), "algebra" if i % 2 else "geometry")
+        return CorpusItem(item, f"So \\boxed{{{2 * i}}}.", f"So \\boxed{{{2 * i + 1}}}.")
+    item = Item(bench, f"u{i}", f"Question {i}: which letter?\nA. a\nB. b\nC. c\nD. d",
+                "B", "physics" if i % 2 else "law")
+    return CorpusItem(item, "Answer: B", "Answer: C")
+
+
+@pytest.mark.slow
+def test_live_training_plays_questions_through_the_pool_and_ledgers_them(tmp_path, tiny):
+    from evaluator.pool.ledger import Ledger, verify_ledger
+    from evaluator.pool.simulator import Simulator, serve_simulator
+
+    encoder, rules = tiny
+    rules = dataclasses.replace(rules, max_turns=2)  # keeps the test quick
+    entries = [corpus_entry(i, b) for b in BENCHES for i in range(8)]
+    skills = {m: {b: {c: p for c in ("algebra", "geometry", "physics", "law")}
+                  for b in BENCHES} for m, p in zip(rules.pool_names, (0.9, 0.5, 0.2),
+                                                    strict=True)}
+    rows = [AnsweredItem(e.item, {m: ModelAnswer("…", j == 0)
+                                  for j, m in enumerate(rules.pool_names)}) for e in entries]
+    data = load_training_set(write_data(tmp_path / "data", rows), BENCHES, rules)
+    collected = tmp_path / "data" / "ledger.jsonl"
+    Ledger(collected).append(rules.pool_names[0], 10, 10, 0.01, "collect-1")
+    from evaluator.coordinator.router import load_router
+
+    router = load_router(str(encoder), rules)
+    cfg = config(1, popsize=2, minibatch=8, live=True, live_items=1)
+    with serve_simulator(Simulator(entries, skills, rules=rules)) as url:
+        live = pool_live_fitness(data, router, url, tmp_path / "run" / "ledger.jsonl",
+                                 rules, cfg.seed, cfg.live_items)
+        run_training(tmp_path / "run", cfg, data,
+                     encoder_featurizer(router.encoder, data, rules), rules,
+                     ledger_source=collected, live=live)
+    history = json.loads((tmp_path / "run" / "history.json").read_text())["generations"]
+    assert all(0 <= h["live_mean"] <= 1 for h in history)
+    ledger = verify_ledger(tmp_path / "run" / "ledger.jsonl")
+    # the collection's entry, then at least one call per candidate and question
+    assert ledger.entries >= 1 + 2 * len(BENCHES)
+    assert ledger.total_cost_usd > 0.01
+
+
+def test_scales_step_sets_how_far_the_svf_scales_move(problem, tmp_path):
+    data, feats = problem
+    moved = []
+    for name, step in (("wide", 1.0), ("narrow", 0.01)):
+        run_training(tmp_path / name, config(3, scales_step=step), data, feats, TINY)
+        _, scales = read_weights(tmp_path / name / "best.safetensors", TINY)
+        moved.append(float(np.abs(scales - 1).mean()))
+    assert moved[1] < moved[0] / 10
