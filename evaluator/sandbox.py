@@ -1,62 +1,100 @@
 """Running untrusted Python programs: the code a routed model writes may be an attack.
 
 What it does. Each program runs in its own process tree with an empty environment
-(no secret reaches it), in a fresh working folder, under rlimits on CPU time, address
-space, processes, file size and open files, a wall-clock limit and a cap on captured
-output; afterwards its process group is killed. When the grader runs as root the
-program runs under an unprivileged uid of its own (one per concurrent run, claimed
+(no secret reaches it), under rlimits on CPU time, address space, processes, file size
+and open files, a wall-clock limit and a cap on captured output; afterwards its process
+group is killed. Memory and processes are capped for the whole run, not per process:
+by a cgroup v2 child of its own where the grader may make one (root, on a host whose
+root cgroup hands out the memory and pids controllers), otherwise by per-process limits
+sized so that their product stays under the cap (at most `memory_mb // process_memory_mb`
+processes, each with its share of the address space); `caps_available()` says which
+one is in force, and each `RunResult.caps` which one ran. When the grader runs as root
+the program runs under an unprivileged uid of its own (one per concurrent run, claimed
 with a lock file, so `RLIMIT_NPROC`, which does not bind root, binds it and one
-program's fork bomb cannot starve another's), and every process left under that uid
-is killed after the run. Where bubblewrap works it adds: no network (a private,
+program's fork bomb cannot starve another's), and nothing of the run outlives it: its
+cgroup is emptied, or bubblewrap's pid namespace dies with it, or every process left
+under that uid is killed. Where bubblewrap works it adds: no network (a private,
 unconfigured network namespace), a private pid namespace (every process, detached or
-not, dies with the sandbox), a read-only view of /usr and the interpreter only (no
-repository, no home, no /etc), a small private tmpfs for /tmp, and no new privileges.
-Only the test input reaches the child; expected outputs stay in the grader, which
-decides from captured stdout, never from a status the child reports.
+not, dies with the sandbox), a neutral hostname, no user namespaces of its own (a
+seccomp filter refuses them, so the program cannot mount a file system of its own past
+the tmpfs and file-size caps), a read-only view of the interpreter, its standard library
+and the shared libraries they load, and nothing else of the host (no rest of /usr, no
+site-packages, no repository, no home, no /etc), the program's files passed in through
+file descriptors and bwrap's options through another (so /proc/1/cmdline and mountinfo
+show no host temp path), a read-only root, a small private tmpfs for /tmp, and no new
+privileges. Only the test input reaches the child; expected outputs stay in the grader,
+which decides from captured stdout, never from a status the child reports.
 
 What it does not protect against. Kernel exploits and side channels; CPU contention
-with other work on the machine. Without bubblewrap (the fallback, logged once) the
-program can read what the file system lets any user read, write to world-writable
-places, and open network connections; and when the grader is not root, a process that
-leaves its session may outlive the run and `kill(-1)` reaches the grader's own
-processes. The fallback is for development machines: the evaluation runner must have
-bubblewrap (`isolation_available()` says which one is in force).
+with other work on the machine; mountinfo still names the host folders the interpreter
+and its libraries live in, and their file system. The seccomp filter knows x86_64 and
+aarch64 only (elsewhere user namespaces stay open, logged once). Without a cgroup, a
+program's threads count against its process limit, and a grader that is not root has
+no per-run process limit at all (`RLIMIT_NPROC` counts all of its own processes).
+Without bubblewrap (the fallback, logged once) the program can read what the file
+system lets any user read, write to world-writable places, open network connections
+and create user namespaces; and when the grader is not root, a process that leaves its
+session may outlive the run and `kill(-1)` reaches the grader's own processes. The
+fallback is for development machines: the evaluation runner must have bubblewrap
+(`isolation_available()` says which one is in force) and should run it as root on a
+cgroup v2 host.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import errno
 import fcntl
 import functools
 import json
 import logging
 import os
+import platform
 import random
+import re
 import select
 import shutil
 import signal
+import statistics
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from evaluator.errors import TinyRouterError
 
 log = logging.getLogger(__name__)
 
 BUBBLEWRAP = "bubblewrap"
 RLIMITS = "rlimits"
+CGROUP = "cgroup"
+PER_PROCESS = "per-process"
 SANDBOX_UID_BASE = 1_900_000_000  # unprivileged uids with no account and no files
 SLOTS = 1024
 HARNESS_FILE = "harness.py"
 PROGRAM_FILE = "solution.py"
 SYSTEM_PYTHON = "/usr/bin/python3"
+SANDBOX_DIR = "/sandbox"
+SANDBOX_HOSTNAME = "sandbox"
+CGROUP_NAME = "tinyrouter-sandbox"
+CGROUP_DRAIN_SECONDS = 2.0
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Limits:
-    """Resource limits for one run of an untrusted program."""
+    """Resource limits for one run of an untrusted program.
+
+    `memory_mb` and `processes` cap the whole run. Without a cgroup they become
+    per-process limits: at most `memory_mb // process_memory_mb` processes, each with
+    `memory_mb` divided among them.
+    """
 
     cpu_seconds: int = 4
     wall_seconds: float = 10.0
@@ -66,12 +104,13 @@ class Limits:
     open_files: int = 64
     tmpfs_mb: int = 32
     output_bytes: int = 1 << 20
+    process_memory_mb: int = 256
 
 
 DEFAULT_LIMITS = Limits()
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class RunResult:
     """What the grader sees of a run: capped output and how the run ended."""
 
@@ -81,6 +120,7 @@ class RunResult:
     timed_out: bool = False
     output_truncated: bool = False
     isolation: str = RLIMITS
+    caps: str = PER_PROCESS
 
     @property
     def ok(self) -> bool:
@@ -124,6 +164,31 @@ def isolation_available() -> str:
     return _probe()
 
 
+def caps_available() -> str:
+    """How memory and processes are capped for a whole run here: a cgroup, or per process."""
+    return CGROUP if _cgroup_base() else PER_PROCESS
+
+
+def bench(repeats: int = 20, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """Median wall milliseconds per program, trivial and call-based, per isolation here."""
+    programs = {"trivial": lambda mode: run_program("print(1)", "", limits, mode),
+                "call": lambda mode: call_function(BENCH_SOLUTION, "add", "1\n2\n", limits, mode)}
+    result: dict[str, Any] = {"caps": caps_available(), "repeats": repeats}
+    for mode in sorted({isolation_available(), RLIMITS}):
+        for name, run in programs.items():
+            run(mode)  # the first run pays for the one-off probes
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                outcome = run(mode)
+                times.append(time.perf_counter() - start)
+                if not outcome.ok:
+                    raise TinyRouterError(f"bench: the {name} program failed under {mode}: "
+                                          f"{outcome.reason()}")
+            result[f"{mode} {name} ms"] = round(statistics.median(times) * 1000, 1)
+    return result
+
+
 # One run --------------------------------------------------------------------------------
 
 
@@ -132,35 +197,54 @@ def _run(files: dict[str, str], entry: str, stdin: str, limits: Limits,
     mode = isolation or _probe()
     if mode not in (BUBBLEWRAP, RLIMITS):
         raise ValueError(f"unknown isolation {mode!r}")
-    with _slot() as uid, tempfile.TemporaryDirectory(prefix="tinyrouter-sandbox-") as work:
-        code_dir = Path(work, "code")
+    caps = caps_available()
+    with _slot() as uid, _run_cgroup(limits) as cgroup:
+        launcher = _launcher_argv(limits, caps, cgroup)
+        if mode == BUBBLEWRAP:
+            result = _run_bubblewrap(files, entry, stdin, limits, uid, launcher)
+        else:
+            result = _run_rlimits(files, entry, stdin, limits, uid, launcher)
+        ended_itself = not (result.timed_out or result.output_truncated)
+        if cgroup is None and not (mode == BUBBLEWRAP and ended_itself):
+            _sweep(uid)  # else its pid namespace was emptied before bwrap could exit
+    return dataclasses.replace(result, isolation=mode, caps=caps)
+
+
+def _run_bubblewrap(files: dict[str, str], entry: str, stdin: str, limits: Limits, uid: int,
+                    launcher: list[str]) -> RunResult:
+    """The program's files travel as memfds: nothing of the grader's temp folder shows inside."""
+    inner = _drop_privileges(uid) if _VARIANT["bwrap_as_root"] else []
+    argv, fds = _bubblewrap_argv(files, entry, limits, inner)
+    if not _VARIANT["bwrap_as_root"]:
+        argv = _drop_privileges(uid) + argv  # bwrap itself runs unprivileged, in a user namespace
+    try:
+        return _supervise(launcher + argv, "/", stdin, limits, fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _run_rlimits(files: dict[str, str], entry: str, stdin: str, limits: Limits, uid: int,
+                 launcher: list[str]) -> RunResult:
+    with tempfile.TemporaryDirectory(prefix="tinyrouter-sandbox-") as work:
+        code_dir, scratch = Path(work, "code"), Path(work, "tmp")
         code_dir.mkdir()
+        scratch.mkdir()
         for name, text in files.items():
             (code_dir / name).write_text(text, encoding="utf-8")
-        scratch = Path(work, "tmp")
-        scratch.mkdir()
-        for path in (Path(work), code_dir, scratch, *code_dir.iterdir()):
+        for path in (Path(work), code_dir, *code_dir.iterdir()):
             path.chmod(0o755 if path.is_dir() else 0o644)
-        if mode == BUBBLEWRAP and _VARIANT["bwrap_as_root"]:
-            # root's bwrap needs no user namespace; the program drops to `uid` inside it
-            argv, cwd = _bubblewrap_argv(code_dir, entry, limits, _drop_privileges(uid)), "/"
-        elif mode == BUBBLEWRAP:
-            argv, cwd = _drop_privileges(uid) + _bubblewrap_argv(code_dir, entry, limits, []), "/"
-        else:
-            scratch.chmod(0o777)
-            argv = [*_drop_privileges(uid), _python(), "-I", str(code_dir / entry)]
-            cwd = str(scratch)
-        argv = _launcher_argv(limits) + argv
-        result = _supervise(argv, cwd, stdin, limits, mode)
-        _sweep(uid)
-        return result
+        scratch.chmod(0o777)
+        argv = [*launcher, *_drop_privileges(uid), _python(), "-I", str(code_dir / entry)]
+        return _supervise(argv, str(scratch), stdin, limits, [])
 
 
-def _supervise(argv: list[str], cwd: str, stdin: str, limits: Limits, mode: str) -> RunResult:
+def _supervise(argv: list[str], cwd: str, stdin: str, limits: Limits, fds: list[int]
+               ) -> RunResult:
     """Start the tree in its own session, feed stdin, cap output, enforce wall time, kill."""
     proc = subprocess.Popen(argv, cwd=cwd, env=_clean_env(), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, pass_fds=fds)
     overflow = threading.Event()
     out, err = bytearray(), bytearray()
     threads = [threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True),
@@ -177,7 +261,7 @@ def _supervise(argv: list[str], cwd: str, stdin: str, limits: Limits, mode: str)
         thread.join(timeout=limits.wall_seconds)
     return RunResult(stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
                      returncode=None if timed_out else proc.returncode, timed_out=timed_out,
-                     output_truncated=overflow.is_set(), isolation=mode)
+                     output_truncated=overflow.is_set())
 
 
 def _wait_unreaped(pid: int, timeout: float) -> bool:
@@ -239,45 +323,137 @@ def _signal_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+# Whole-run caps: a cgroup v2 child per run ----------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _cgroup_base() -> Path | None:
+    """Our folder under a cgroup v2 root that hands out memory and pids; None without one."""
+    mount = _cgroup2_mount()
+    try:
+        if mount is None or not {"memory", "pids"} <= set(
+                (mount / "cgroup.subtree_control").read_text().split()):
+            return None
+        base = mount / CGROUP_NAME
+        base.mkdir(exist_ok=True)
+        (base / "cgroup.subtree_control").write_text("+memory +pids")
+        return base
+    except OSError as exc:
+        log.info("sandbox: no cgroup for the runs (%s); capping memory per process", exc)
+        return None
+
+
+def _cgroup2_mount() -> Path | None:
+    """Where the cgroup v2 hierarchy is mounted at its root, from mountinfo."""
+    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+        for line in handle:
+            fields = line.split()
+            kind = fields[fields.index("-") + 1]
+            if kind == "cgroup2" and fields[3] == "/":
+                return Path(fields[4])
+    return None
+
+
+@contextlib.contextmanager
+def _run_cgroup(limits: Limits) -> Iterator[str | None]:
+    """A fresh cgroup capping one run's memory and tasks, emptied and removed afterwards."""
+    base = _cgroup_base()
+    if base is None:
+        yield None
+        return
+    group = base / f"run-{uuid.uuid4().hex}"
+    group.mkdir()
+    try:
+        (group / "memory.max").write_text(str(limits.memory_mb << 20))
+        (group / "pids.max").write_text(str(limits.processes))
+        for name, value in {"memory.swap.max": "0", "memory.oom.group": "1"}.items():
+            if (group / name).exists():  # with swap accounting, on newer kernels
+                (group / name).write_text(value)
+        yield str(group)
+    finally:
+        _remove_cgroup(group)
+
+
+def _remove_cgroup(group: Path) -> None:
+    """Kill what is left in it (cgroup.kill, else each pid), wait until it is empty, remove it."""
+    deadline = time.monotonic() + CGROUP_DRAIN_SECONDS
+    while True:
+        try:
+            (group / "cgroup.kill").write_text("1")
+        except OSError:
+            with contextlib.suppress(OSError):
+                for pid in (group / "cgroup.procs").read_text().split():
+                    os.kill(int(pid), signal.SIGKILL)
+        try:
+            group.rmdir()
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                log.warning("sandbox: cannot remove cgroup %s: %s", group, exc)
+                return
+        time.sleep(0.005)  # busy until its last task is reaped
+
+
 # Command lines --------------------------------------------------------------------------
 
 
-def _bubblewrap_argv(code_dir: Path, entry: str, limits: Limits, inner: list[str]
-                     ) -> list[str]:
-    """bwrap's command line; `inner` runs inside it before the program (the uid drop)."""
+def _bubblewrap_argv(files: dict[str, str], entry: str, limits: Limits, inner: list[str]
+                     ) -> tuple[list[str], list[int]]:
+    """bwrap's command line and the fds it reads: options, the program's files, the filter.
+
+    Options travel in `--args` so /proc/1/cmdline inside shows none of them; `inner`
+    runs inside before the program (the uid drop).
+    """
+    fds: list[int] = []
+
+    def fd(data: bytes) -> str:
+        fds.append(_memfd(data))
+        return str(fds[-1])
+
     namespaces = (["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                    "--unshare-cgroup-try"] if inner else ["--unshare-all"])
-    argv = ["bwrap", *namespaces, "--die-with-parent", "--new-session",
-            "--ro-bind", "/usr", "/usr"]
-    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-        if os.path.islink(top):
-            argv += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            argv += ["--ro-bind", top, top]
-    prefix = str(Path(_python()).parent.parent)
-    if not prefix.startswith("/usr"):
-        argv += ["--ro-bind", prefix, prefix]
-    argv += ["--proc", "/proc", "--dev", "/dev",
-             "--perms", "1777", "--size", str(limits.tmpfs_mb << 20), "--tmpfs", "/tmp",
-             "--ro-bind", str(code_dir), "/sandbox", "--chdir", "/tmp",
-             "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
-             "--setenv", "LANG", "C.UTF-8",
-             "--", *inner, _python(), "-I", f"/sandbox/{entry}"]
-    return argv
+    options = [*namespaces, "--die-with-parent", "--new-session", "--hostname", SANDBOX_HOSTNAME,
+               "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+               "--setenv", "LANG", "C.UTF-8",
+               *_system_view(_python()), "--proc", "/proc", "--dev", "/dev",
+               "--perms", "1777", "--size", str(limits.tmpfs_mb << 20), "--tmpfs", "/tmp",
+               "--dir", SANDBOX_DIR]
+    for name, text in files.items():
+        options += ["--perms", "0444", "--file", fd(text.encode("utf-8")), f"{SANDBOX_DIR}/{name}"]
+    options += ["--remount-ro", "/", "--chdir", "/tmp"]
+    seccomp = _seccomp_filter()
+    if seccomp:
+        options += ["--seccomp", fd(seccomp)]
+    packed = b"".join(option.encode("utf-8") + b"\0" for option in options)
+    argv = ["bwrap", "--args", fd(packed), "--", *inner, _python(), "-I", f"{SANDBOX_DIR}/{entry}"]
+    return argv, fds
 
 
-def _launcher_argv(limits: Limits) -> list[str]:
-    """A tiny launcher sets the rlimits, then execs the rest (no preexec_fn with threads)."""
-    caps = {"RLIMIT_CPU": limits.cpu_seconds, "RLIMIT_AS": limits.memory_mb << 20,
-            "RLIMIT_NPROC": limits.processes, "RLIMIT_FSIZE": limits.file_size_mb << 20,
-            "RLIMIT_NOFILE": limits.open_files, "RLIMIT_CORE": 0}
-    return [_python(), "-I", "-S", "-c", LAUNCHER, json.dumps(caps)]
+def _memfd(data: bytes) -> int:
+    """An anonymous in-memory file holding `data`, rewound: bwrap reads it like a pipe."""
+    fd = os.memfd_create("sandbox")
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _launcher_argv(limits: Limits, caps: str, cgroup: str | None) -> list[str]:
+    """A tiny launcher joins the run's cgroup, sets the rlimits, then execs the rest."""
+    processes, memory_mb = limits.processes, limits.memory_mb
+    if caps == PER_PROCESS:  # n processes of memory_mb / n each: together under the cap
+        processes = max(1, min(processes, memory_mb // limits.process_memory_mb))
+        memory_mb //= processes
+    rlimits = {"RLIMIT_CPU": limits.cpu_seconds, "RLIMIT_AS": memory_mb << 20,
+               "RLIMIT_NPROC": processes, "RLIMIT_FSIZE": limits.file_size_mb << 20,
+               "RLIMIT_NOFILE": limits.open_files, "RLIMIT_CORE": 0}
+    spec = {"cgroup": cgroup, "rlimits": rlimits}
+    return [_python(), "-I", "-S", "-c", LAUNCHER, json.dumps(spec)]
 
 
 def _drop_privileges(uid: int) -> list[str]:
     if os.geteuid() != 0:
         return []
-    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+    return [_setpriv(), f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
             "--no-new-privs", "--inh-caps=-all", "--"]
 
 
@@ -294,9 +470,136 @@ def _python() -> str:
     return SYSTEM_PYTHON
 
 
+@functools.lru_cache(maxsize=1)
+def _setpriv() -> str:
+    return os.path.realpath(shutil.which("setpriv") or "/usr/bin/setpriv")
+
+
 def _world_readable(path: str) -> bool:
     parents = Path(path).parents
     return all(os.stat(p).st_mode & 0o001 for p in parents) and bool(os.stat(path).st_mode & 0o004)
+
+
+# What the sandbox sees of the host: the interpreter and what it loads ------------------
+
+
+@functools.lru_cache(maxsize=4)
+def _system_view(python: str) -> tuple[str, ...]:
+    """bwrap options showing `python`, its standard library and their shared libraries.
+
+    Everything sits read-only at its host path (symlinks on the way recreated); the
+    interpreter's own site-packages, if it lies inside the standard library, is hidden.
+    """
+    paths = json.loads(subprocess.run([python, "-I", "-S", "-c", INTERPRETER_PATHS],
+                                      capture_output=True, text=True, check=True,
+                                      env=_clean_env()).stdout)
+    folders = [os.path.realpath(p) for p in paths["path"] if os.path.isdir(p)]
+    folders = [f for f in dict.fromkeys(folders) if not _inside(f, [g for g in folders if g != f])]
+    programs = [python, *([_setpriv()] if os.geteuid() == 0 else [])]
+    extensions = [str(so) for p in paths["path"] if os.path.isdir(p) for so in Path(p).glob("*.so")]
+    libraries = _shared_libraries([*programs, *extensions])
+    entries: dict[str, tuple[str, str, str]] = {}
+    for path in [*folders, *programs, *libraries]:
+        for option, source, dest in _path_entries(path):
+            shown = _inside(dest, folders) and not (option == "--ro-bind" and dest in folders)
+            if not shown:  # what a bound folder already shows needs no entry of its own
+                entries.setdefault(dest, (option, source, dest))
+    parents = sorted({str(p) for dest in entries for p in Path(dest).parents if str(p) != "/"},
+                     key=lambda p: p.count("/"))
+    options = [part for p in parents for part in ("--dir", p)]  # 0755: bwrap's own are 0700
+    options += [part for entry in entries.values() for part in entry]
+    for hidden in paths["site"]:
+        if os.path.isdir(hidden) and _inside(os.path.realpath(hidden), folders):
+            options += ["--tmpfs", os.path.realpath(hidden), "--remount-ro", os.path.realpath(hidden)]
+    library_dirs = dict.fromkeys(os.path.dirname(os.path.realpath(lib)) for lib in libraries)
+    return (*options, "--setenv", "LD_LIBRARY_PATH", ":".join(library_dirs))
+
+
+def _inside(path: str, folders: list[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def _path_entries(path: str) -> list[tuple[str, str, str]]:
+    """bwrap entries making `path` resolve inside as here: each symlink on the way, then it."""
+    entries = []
+    for _ in range(40):  # the kernel's own limit on symlinks in one lookup
+        parts = Path(path).parts
+        for i in range(2, len(parts) + 1):
+            prefix = os.path.join(*parts[:i])
+            if os.path.islink(prefix):
+                target = os.readlink(prefix)
+                entries.append(("--symlink", target, prefix))
+                path = os.path.normpath(os.path.join(os.path.dirname(prefix), target, *parts[i:]))
+                break
+        else:
+            return [*entries, ("--ro-bind", path, path)]
+    raise OSError(errno.ELOOP, f"too many symlinks resolving {path}")
+
+
+def _shared_libraries(binaries: list[str]) -> list[str]:
+    """The shared libraries `binaries` load (the dynamic loader included), as ldd finds them."""
+    ldd = shutil.which("ldd")
+    if not ldd:  # without ldd the library folders go in whole
+        log.warning("sandbox: ldd is not installed; showing the system library folders whole")
+        return [d for d in ("/lib", "/lib64", "/usr/lib", "/usr/lib64") if os.path.isdir(d)]
+    listing = subprocess.run([ldd, *binaries], capture_output=True, text=True, check=False,
+                             env=_clean_env()).stdout
+    return sorted(set(LDD_PATH.findall(listing)))
+
+
+LDD_PATH = re.compile(r"^\s+(?:\S+ => )?(/\S+) \(0x", re.M)
+
+
+# seccomp: no user namespaces inside (and so no mounts of the program's own) ------------
+
+# machine: (AUDIT_ARCH, unshare, clone, clone3, setns, has the x32 ABI)
+SECCOMP_ARCHES = {
+    "x86_64": (0xC000003E, 272, 56, 435, 308, True),
+    "aarch64": (0xC00000B7, 97, 220, 435, 268, False),
+}
+CLONE_NEWUSER = 0x10000000
+X32_SYSCALL_BIT = 0x40000000
+BPF_LD_ABS, BPF_JEQ, BPF_JGE, BPF_AND, BPF_RET = 0x20, 0x15, 0x35, 0x54, 0x06
+SECCOMP_ALLOW, SECCOMP_ERRNO = 0x7FFF0000, 0x00050000
+
+
+@functools.lru_cache(maxsize=1)
+def _seccomp_filter() -> bytes | None:
+    """unshare/clone asking for a user namespace fail with EPERM; so do setns and foreign
+    ABIs; clone3 fails with ENOSYS (its flags are out of a filter's reach, libc falls back
+    to clone). None, said once, on a machine the table does not know."""
+    arch = SECCOMP_ARCHES.get(platform.machine())
+    if arch is None:
+        log.warning("sandbox: no seccomp filter for %s; programs may create user namespaces",
+                    platform.machine())
+        return None
+    audit, unshare, clone, clone3, setns, x32 = arch
+    program = [(BPF_LD_ABS, 4), (BPF_JEQ, audit, 0, "deny"), (BPF_LD_ABS, 0),
+               *([(BPF_JGE, X32_SYSCALL_BIT, "deny", 0)] if x32 else []),
+               (BPF_JEQ, clone3, "enosys", 0), (BPF_JEQ, setns, "deny", 0),
+               (BPF_JEQ, unshare, "flags", 0), (BPF_JEQ, clone, "flags", "allow"),
+               "flags", (BPF_LD_ABS, 16), (BPF_AND, CLONE_NEWUSER), (BPF_JEQ, 0, "allow", "deny"),
+               "allow", (BPF_RET, SECCOMP_ALLOW), "deny", (BPF_RET, SECCOMP_ERRNO | errno.EPERM),
+               "enosys", (BPF_RET, SECCOMP_ERRNO | errno.ENOSYS)]
+    return _assemble(program)
+
+
+def _assemble(program: list) -> bytes:
+    """Classic BPF from (code, k[, jump if true, jump if false]) rows; jumps name labels."""
+    labels, rows = {}, []
+    for row in program:
+        if isinstance(row, str):
+            labels[row] = len(rows)
+        else:
+            rows.append(row)
+    out = b""
+    for index, (code, k, *jumps) in enumerate(rows):
+        jt, jf = (labels[j] - index - 1 if isinstance(j, str) else j for j in (*jumps, 0, 0)[:2])
+        out += struct.pack("=HBBI", code, jt, jf, k)
+    return out
+
+
+# Slots and the probe --------------------------------------------------------------------
 
 
 class _slot:
@@ -340,8 +643,12 @@ def _probe() -> str:
     if shutil.which("bwrap") and (os.geteuid() != 0 or shutil.which("setpriv")):
         for as_root in (True, False) if os.geteuid() == 0 else (False,):
             _VARIANT["bwrap_as_root"] = as_root
-            result = _run({PROGRAM_FILE: "print('ok')"}, PROGRAM_FILE, "", DEFAULT_LIMITS,
-                          BUBBLEWRAP)
+            try:
+                result = _run({PROGRAM_FILE: "print('ok')"}, PROGRAM_FILE, "", DEFAULT_LIMITS,
+                              BUBBLEWRAP)
+            except (OSError, subprocess.CalledProcessError) as exc:
+                reason = f"bwrap could not be set up here: {exc}"
+                continue
             if result.ok and result.stdout.strip() == "ok":
                 return BUBBLEWRAP
             reason = f"bwrap failed here: {result.stderr.strip()[:200]}"
@@ -350,9 +657,19 @@ def _probe() -> str:
     return RLIMITS
 
 
+INTERPRETER_PATHS = """
+import json, sys, sysconfig
+site = {sysconfig.get_path(name) for name in ("purelib", "platlib")}
+print(json.dumps({"path": sys.path[1:], "site": sorted(site)}))
+"""
+
 LAUNCHER = """
 import json, os, resource, sys
-for name, value in json.loads(sys.argv[1]).items():
+spec = json.loads(sys.argv[1])
+if spec["cgroup"]:
+    with open(os.path.join(spec["cgroup"], "cgroup.procs"), "w") as procs:
+        procs.write(str(os.getpid()))
+for name, value in spec["rlimits"].items():
     resource.setrlimit(getattr(resource, name), (value, value))
 os.execvp(sys.argv[2], sys.argv[2:])
 """
@@ -365,6 +682,8 @@ for _ in range(3):
     except ProcessLookupError:
         break
 """
+
+BENCH_SOLUTION = "class Solution:\n    def add(self, a, b):\n        return a + b\n"
 
 HARNESS = r'''
 import json, os, sys

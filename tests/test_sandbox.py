@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -13,10 +15,19 @@ from pathlib import Path
 import pytest
 
 from evaluator import sandbox
-from evaluator.sandbox import BUBBLEWRAP, RLIMITS, Limits, call_function, run_program
+from evaluator.sandbox import (
+    BUBBLEWRAP,
+    CGROUP,
+    PER_PROCESS,
+    RLIMITS,
+    SANDBOX_HOSTNAME,
+    Limits,
+    call_function,
+    run_program,
+)
 
 FAST = Limits(cpu_seconds=2, wall_seconds=5.0, memory_mb=256, processes=16,
-              file_size_mb=1, open_files=32, tmpfs_mb=8, output_bytes=64 * 1024)
+              file_size_mb=1, open_files=32, tmpfs_mb=8, output_bytes=64 * 1024, process_memory_mb=64)
 MODES = sorted({sandbox.isolation_available(), RLIMITS})
 needs_bubblewrap = pytest.mark.skipif(sandbox.isolation_available() != BUBBLEWRAP,
                                       reason="bubblewrap does not work on this machine")
@@ -43,6 +54,7 @@ def survivors(marker: str) -> list[int]:
 def test_a_program_reads_stdin_and_writes_stdout(mode):
     result = run_program("print(sum(map(int, input().split())))", "2 3\n", FAST, mode)
     assert result.ok and result.stdout == "5\n" and result.isolation == mode
+    assert result.caps == sandbox.caps_available() in (CGROUP, PER_PROCESS)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -92,6 +104,34 @@ def test_the_memory_limit_binds(mode):
     source = "try:\n    x = bytearray(1 << 30)\n    print('allocated')\nexcept MemoryError:\n" \
              "    print('refused')\n"
     assert run_program(source, "", FAST, mode).stdout == "refused\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_memory_limit_binds_the_whole_run_not_each_process(mode):
+    share = (FAST.memory_mb * 2 // 5) << 20  # three of these do not fit under the cap
+    source = (f"import os, select, time\nr, w = os.pipe()\nkids = []\nfor _ in range(3):\n"
+              f"    pid = os.fork()\n    if pid == 0:\n        try:\n"
+              f"            block = bytearray({share})\n"
+              f"            block[::4096] = b'x' * len(range(0, {share}, 4096))\n"
+              f"            os.write(w, b'+')\n            time.sleep(3)\n"
+              f"        finally:\n            os._exit(0)\n    kids.append(pid)\n"
+              f"tokens, deadline = 0, time.monotonic() + 2\n"
+              f"while tokens < 3 and select.select([r], [], [], max(0, deadline - time.monotonic()))[0]:\n"
+              f"    tokens += len(os.read(r, 3))\n"
+              f"alive = sum(os.waitpid(pid, os.WNOHANG) == (0, 0) for pid in kids)\n"
+              f"print(min(tokens, alive) == 3, flush=True)\n")
+    assert run_program(source, "", FAST, mode).stdout != "True\n"
+
+
+def test_with_a_cgroup_the_launcher_joins_it_before_the_program_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "_cgroup_base", lambda: tmp_path)  # a stand-in cgroup folder
+    result = run_program("print(1)", "", FAST, RLIMITS)
+    (group,) = tmp_path.iterdir()
+    assert (result.stdout, result.caps) == ("1\n", CGROUP)
+    assert (group / "memory.max").read_text() == str(FAST.memory_mb << 20)
+    assert (group / "pids.max").read_text() == str(FAST.processes)
+    assert (group / "cgroup.procs").read_text().isdigit()
+    assert (group / "cgroup.kill").read_text() == "1"  # whatever was left is killed
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -181,6 +221,72 @@ def test_the_repository_and_home_are_invisible():
     source = ("import os\nfor p in ({!r}, {!r}):\n    print(os.path.exists(p))\n"
               ).format(str(Path(__file__).resolve()), os.path.expanduser("~"))
     assert run_program(source, "", FAST).stdout.split() == ["False", "False"]
+
+
+USERNS = "import ctypes, os, platform\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+CLONE = "if pid == 0:\n    os._exit(0)\nprint(pid > 0)\n"
+
+
+@needs_bubblewrap
+@pytest.mark.parametrize(("source", "expected"), [
+    # a user namespace of its own, by every door
+    (USERNS + "print(libc.unshare(0x10000000) == 0)", "False"),
+    ("import os\ntry:\n    os.unshare(os.CLONE_NEWUSER)\n    print(True)\n"
+     "except (AttributeError, OSError):\n    print(False)", "False"),
+    (USERNS + "nr = {'x86_64': 56, 'aarch64': 220}[platform.machine()]\n"
+     "pid = libc.syscall(nr, 0x10000000 | 17, 0, 0, 0, 0)\n" + CLONE, "False"),
+    (USERNS + "args = (ctypes.c_uint64 * 11)()\nargs[0], args[4] = 0x10000000, 17\n"
+     "pid = libc.syscall(435, ctypes.byref(args), 88)\n" + CLONE, "False"),
+    ("import subprocess\ntry:\n    print(subprocess.run(['unshare', '-U', 'true']).returncode == 0)\n"
+     "except OSError:\n    print(False)", "False"),
+    # and with it a tmpfs of its own, past the sandbox's tmpfs and file caps
+    (USERNS + "target, uid, gid = '/tmp', os.getuid(), os.getgid()\nos.mkdir('/tmp/own')\n"
+     "if libc.unshare(0x10000000 | 0x20000) == 0:\n"
+     "    for name, line in (('uid_map', f'0 {uid} 1'), ('setgroups', 'deny'), ('gid_map', f'0 {gid} 1')):\n"
+     "        open(f'/proc/self/{name}', 'w').write(line)\n"
+     "    if libc.mount(b'none', b'/tmp/own', b'tmpfs', 0, None) == 0:\n        target = '/tmp/own'\n"
+     "written = 0\ntry:\n    for i in range(64):\n"
+     "        with open(f'{target}/f{i}', 'wb') as f:\n            f.write(b'x' * (512 << 10))\n"
+     "        written += 512 << 10\nexcept OSError:\n    pass\n"
+     f"print(written > {FAST.tmpfs_mb << 20})", "False"),
+    # the host: its name and its files outside the interpreter
+    ("import socket\nprint(socket.gethostname())", SANDBOX_HOSTNAME),
+    ("import os\nprint([os.path.exists(p) for p in ('/usr/local/etc', '/usr/local', '/usr/share',"
+     " '/etc', '/usr/bin/unshare')])", "[False, False, False, False, False]"),
+])
+def test_a_hostile_program_gets_nothing(source, expected):
+    result = run_program(source, "", FAST)
+    assert result.stdout.strip() == expected, result.stderr
+
+
+@needs_bubblewrap
+@pytest.mark.parametrize("source", [
+    "print(open('/proc/self/mountinfo').read())",
+    "print(open('/proc/1/cmdline', 'rb').read())",
+    "print(open('/proc/self/cmdline', 'rb').read())",
+    "import os\nprint(open('/proc/sys/kernel/hostname').read(), os.uname().nodename)",
+    "import os\nfor fd in os.listdir('/proc/self/fd'):\n    try:\n"
+    "        print(fd, os.readlink(f'/proc/self/fd/{fd}'))\n    except OSError:\n        pass",
+])
+def test_what_the_program_can_read_shows_no_host_name_or_temp_path(source):
+    result = run_program(source, "", FAST)
+    assert result.ok, result.stderr
+    assert "tinyrouter-sandbox-" not in result.stdout  # the grader's temp folders
+    assert socket.gethostname() == SANDBOX_HOSTNAME or \
+        socket.gethostname() not in re.findall(r"[\w.-]+", result.stdout.replace("\\x00", " "))
+
+
+@needs_bubblewrap
+def test_an_interpreter_outside_usr_brings_only_its_own_files(monkeypatch):
+    base = os.path.realpath(sys.executable)
+    if base.startswith("/usr/"):
+        pytest.skip("the test interpreter lives under /usr")
+    monkeypatch.setattr(sandbox, "_python", lambda: base)
+    source = ("import os, platform\nprint(platform.python_version())\n"
+              "print(os.path.exists('/usr/lib/python3'), os.path.exists(os.path.dirname(os.__file__)"
+              " + '/site-packages/pytest'))\n")
+    result = run_program(source, "", FAST)
+    assert result.stdout.split() == [sys.version.split()[0], "False", "False"], result.stderr
 
 
 @pytest.mark.parametrize("mode", [m for m in MODES if m == BUBBLEWRAP or os.geteuid() == 0])

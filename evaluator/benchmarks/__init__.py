@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from typing import Any
 
@@ -11,8 +10,6 @@ from evaluator.benchmarks.livecodebench import LiveCodeBench
 from evaluator.benchmarks.math500 import Math500
 from evaluator.benchmarks.mmlu import MMLU
 from evaluator.errors import BenchmarkError
-
-log = logging.getLogger(__name__)
 
 BENCHMARK_REGISTRY: dict[str, type[Benchmark]] = {
     cls.name: cls for cls in (Math500, MMLU, LiveCodeBench)
@@ -41,7 +38,7 @@ def grade_batch(cases: list[Any], workers: int | None = None) -> list[Grade]:
             groups[case["benchmark"]].append(index)
     for name, indexes in groups.items():
         pairs = [(cases[i]["response"], cases[i]["reference"]) for i in indexes]
-        graded = _grade_safely(get_benchmark(name), pairs, workers)
+        graded = get_benchmark(name).grade_many(pairs, workers)  # a pair that raises is wrong
         for index, grade in zip(indexes, graded, strict=True):
             grades[index] = grade
     return [g for g in grades if g is not None]
@@ -59,21 +56,6 @@ def _case_problem(case: Any) -> str | None:
     if not isinstance(case["response"], str):
         return "response must be a string"
     return None
-
-
-def _grade_safely(bench: Benchmark, pairs: list[tuple[str, Any]], workers: int | None
-                  ) -> list[Grade]:
-    try:
-        return bench.grade_many(pairs, workers)
-    except Exception:  # one bad case must not sink the batch: grade one by one
-        log.exception("%s: batch grading failed; grading case by case", bench.name)
-    grades = []
-    for response, reference in pairs:
-        try:
-            grades.append(bench.grade(response, reference))
-        except Exception as exc:
-            grades.append(Grade(False, None, f"grader failed: {exc}"))
-    return grades
 
 
 __all__ = ["BENCHMARK_REGISTRY", "Benchmark", "Grade", "get_benchmark", "grade_batch"]

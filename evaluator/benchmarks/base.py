@@ -7,18 +7,14 @@ response and grades it against the item's reference.
 
 from __future__ import annotations
 
-import json
-import logging
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
+from evaluator.benchmarks.datasets import DatasetPin, stream_rows
 from evaluator.errors import BenchmarkError
 from evaluator.types import Item
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -42,23 +38,22 @@ class Benchmark(ABC):
     """One benchmark: its upstream source, prompt template, extractor and grader."""
 
     name: ClassVar[str]
-    hub_id: ClassVar[str]
-    upstream_files: ClassVar[tuple[str, ...]]
+    dataset: ClassVar[DatasetPin]
 
     def load_upstream(self, source: str | None = None) -> list[Item]:
-        """Items from the upstream dataset: a hub id (default) or a local file or folder."""
-        rows = read_rows(source or self.hub_id, self.upstream_files)
-        items = self.items_from_rows(rows)
+        """Items from the pinned upstream dataset: the hub (default) or a local file or folder."""
+        items = self.items_from_rows(stream_rows(self.dataset, source))
+        where = source or self.dataset.ref
         if not items:
-            raise BenchmarkError(f"{self.name}: no rows found in {source or self.hub_id}")
+            raise BenchmarkError(f"{self.name}: no rows found in {where}")
         ids = [item.id for item in items]
         if len(set(ids)) != len(ids):
-            raise BenchmarkError(f"{self.name}: duplicate item ids in {source or self.hub_id}")
+            raise BenchmarkError(f"{self.name}: duplicate item ids in {where}")
         return items
 
     @abstractmethod
-    def items_from_rows(self, rows: list[dict[str, Any]]) -> list[Item]:
-        """Map upstream rows (in file order) to items."""
+    def items_from_rows(self, rows: Iterable[dict[str, Any]]) -> list[Item]:
+        """Map upstream rows (in file order, possibly a stream) to items."""
 
     @abstractmethod
     def render_prompt(self, item: Item) -> str:
@@ -75,68 +70,12 @@ class Benchmark(ABC):
     def grade_many(self, pairs: Iterable[tuple[str, Any]], workers: int | None = None
                    ) -> list[Grade]:
         """Grade (response, reference) pairs in order; benchmarks that run code parallelise."""
-        return [self.grade(response, reference) for response, reference in pairs]
+        return [self.grade_pair(pair) for pair in pairs]
 
-
-# Readers for upstream files ---------------------------------------------------------------
-
-
-def read_rows(source: str, patterns: Sequence[str]) -> list[dict[str, Any]]:
-    """Rows from a local file, a local folder (files matching `patterns`) or a hub dataset id."""
-    path = Path(source)
-    if path.is_file():
-        return read_file(path)
-    folder = path if path.is_dir() else download(source, patterns)
-    files = sorted({f for pattern in patterns for f in folder.glob(pattern) if f.is_file()})
-    if not files:
-        raise BenchmarkError(f"no files matching {', '.join(patterns)} under {folder}")
-    return [row for f in files for row in read_file(f)]
-
-
-def read_file(path: Path) -> list[dict[str, Any]]:
-    """Rows of one .jsonl, .json or .parquet file."""
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".jsonl":
-            with path.open(encoding="utf-8") as handle:
-                return [json.loads(line) for line in handle if line.strip()]
-        if suffix == ".json":
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return data if isinstance(data, list) else data["rows"]
-        if suffix == ".parquet":
-            return read_parquet(path)
-    except (OSError, ValueError, KeyError) as exc:
-        raise BenchmarkError(f"cannot read {path}: {exc}") from exc
-    raise BenchmarkError(f"unsupported file type {path.name} (expected .jsonl, .json, .parquet)")
-
-
-def read_parquet(path: Path) -> list[dict[str, Any]]:
-    import pandas as pd
-
-    try:
-        frame = pd.read_parquet(path)
-    except ImportError as exc:
-        raise BenchmarkError(f"reading {path.name} needs a parquet engine: "
-                             "pip install pyarrow") from exc
-    return [{key: _plain(value) for key, value in row.items()}
-            for row in frame.to_dict(orient="records")]
-
-
-def _plain(value: Any) -> Any:
-    """numpy arrays and scalars from parquet as plain Python values."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return value
-
-
-def download(repo_id: str, patterns: Sequence[str]) -> Path:
-    """A local snapshot of the dataset files of a hub repository."""
-    try:
-        from huggingface_hub import snapshot_download
-
-        log.info("downloading %s (%s) from the Hugging Face hub", repo_id, ", ".join(patterns))
-        return Path(snapshot_download(repo_id, repo_type="dataset",
-                                      allow_patterns=list(patterns)))
-    except Exception as exc:
-        raise BenchmarkError(f"cannot fetch dataset {repo_id!r} ({exc}); pass a local "
-                             "file or folder in the upstream format instead") from exc
+    def grade_pair(self, pair: tuple[str, Any]) -> Grade:
+        """`grade` on one pair; whatever it raises makes that pair wrong, with the error."""
+        try:
+            response, reference = pair
+            return self.grade(response, reference)
+        except Exception as exc:  # one bad pair must not sink the others
+            return Grade(False, None, f"grader failed: {type(exc).__name__}: {str(exc)[:200]}")

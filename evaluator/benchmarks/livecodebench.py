@@ -5,19 +5,26 @@ from __future__ import annotations
 import base64
 import io
 import json
+import logging
 import math
 import os
 import pickle
 import re
 import zlib
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from evaluator import sandbox
+from evaluator.benchmarks import datasets
 from evaluator.benchmarks.base import Benchmark, Grade
 from evaluator.errors import BenchmarkError
+from evaluator.rules import LIVECODEBENCH_CONTEST_DATES
 from evaluator.types import Item
+
+log = logging.getLogger(__name__)
 
 STDIN, FUNCTIONAL = "stdin", "functional"
 INSTRUCTIONS = {
@@ -30,29 +37,46 @@ INSTRUCTIONS = {
 }
 FENCE = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)(?:\n[ \t]*```|\Z)", re.S)
 PYTHON_TAGS = {"", "python", "python3", "py", "py3"}
-FLOAT_TOLERANCE = 1e-6
+FLOAT_TOLERANCE = 1e-6  # absolute and relative, for numbers written as floats only
+JSON_MAX_DEPTH = 64  # deeper replies are refused before a recursive parser sees them
+JSON_MAX_CHARS = sandbox.DEFAULT_LIMITS.output_bytes  # no reply is longer than a run may print
+JSON_SPECIAL = re.compile(r'[\\"\[\]{}]')
+INTEGER = re.compile(r"[+-]?\d+")
+BAD_REFERENCE = (ValueError, TypeError, AttributeError, KeyError, zlib.error, pickle.UnpicklingError)
 
 
 class LiveCodeBench(Benchmark):
     name = "livecodebench"
-    hub_id = "livecodebench/code_generation_lite"
-    upstream_files = ("test*.jsonl",)
+    dataset = datasets.LIVECODEBENCH
 
     def __init__(self, limits: sandbox.Limits = sandbox.DEFAULT_LIMITS) -> None:
         self.limits = limits
 
-    def items_from_rows(self, rows: list[dict[str, Any]]) -> list[Item]:
-        return [self._item(row) for row in rows]
+    def items_from_rows(self, rows: Iterable[dict[str, Any]]) -> list[Item]:
+        """Items of the rows inside the pinned contest dates; the others are counted, skipped."""
+        items, skipped = [], 0
+        for row in rows:
+            if in_contest_window(row):
+                items.append(self._item(row))
+            else:
+                skipped += 1
+        if skipped:
+            log.info("livecodebench: skipped %d rows dated outside %s to %s", skipped,
+                     *LIVECODEBENCH_CONTEST_DATES)
+        return items
 
     def _item(self, row: dict[str, Any]) -> Item:
+        """The private tests stay encoded on the reference: decoded only when graded."""
         try:
             metadata = json.loads(row.get("metadata") or "{}")
-            tests = json.loads(row["public_test_cases"]) + decode_tests(row["private_test_cases"])
+            public = [{k: t[k] for k in ("input", "output", "testtype")}
+                      for t in json.loads(row["public_test_cases"])]
             prompt = row["question_content"].strip()
             if (row.get("starter_code") or "").strip():
                 prompt += f"\n\n```python\n{row['starter_code'].rstrip()}\n```"
-            reference = {"tests": [{k: t[k] for k in ("input", "output", "testtype")}
-                                   for t in tests],
+            if not isinstance(row["private_test_cases"], str):
+                raise TypeError("private_test_cases is an encoded string upstream")
+            reference = {"tests": public, "private_tests": row["private_test_cases"],
                          "fn_name": metadata.get("func_name")}
             return Item(benchmark=self.name, id=str(row["question_id"]), prompt=prompt,
                         reference=reference, category=str(row.get("difficulty", "")))
@@ -71,7 +95,7 @@ class LiveCodeBench(Benchmark):
         program = extract_program(response)
         try:
             tests, fn_name = parse_reference(reference)
-        except (ValueError, TypeError, AttributeError) as exc:
+        except BAD_REFERENCE as exc:
             return Grade(False, program, f"bad reference: {exc}")
         if program is None:
             return Grade(False, None, None, "no program in the response")
@@ -87,7 +111,7 @@ class LiveCodeBench(Benchmark):
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
         workers = max(1, min(workers or cores, cores, len(pairs)))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(lambda pair: self.grade(*pair), pairs))
+            return list(pool.map(self.grade_pair, pairs))
 
     def run_test(self, program: str, test: dict[str, str], fn_name: str | None) -> str | None:
         """Why the program fails this test, or None when it passes."""
@@ -97,8 +121,27 @@ class LiveCodeBench(Benchmark):
             result = sandbox.run_program(program, test["input"], self.limits)
         if not result.ok:
             return result.reason()
-        same = (same_value if test["testtype"] == FUNCTIONAL else same_output)
-        return None if same(result.stdout, test["output"]) else "wrong answer"
+        return check_output(test["testtype"], result.stdout, test["output"])
+
+
+def check_output(kind: str, stdout: str, expected: str) -> str | None:
+    """Why this output fails the test, or None; an output that breaks the comparison fails."""
+    same = same_value if kind == FUNCTIONAL else same_output
+    try:
+        return None if same(stdout, expected) else "wrong answer"
+    except Exception as exc:  # overflow, recursion, a huge number: the program's doing
+        return f"output not comparable ({type(exc).__name__}: {str(exc)[:200]})"
+
+
+def in_contest_window(row: dict[str, Any]) -> bool:
+    """Whether the problem's contest date lies in the pinned window [first, last)."""
+    try:
+        date = datetime.fromisoformat(str(row["contest_date"]))
+    except (KeyError, ValueError) as exc:
+        raise BenchmarkError(f"livecodebench row {row.get('question_id')!r} is not in the "
+                             f"code_generation_lite schema: no ISO contest_date ({exc})") from exc
+    first, last = (datetime.fromisoformat(d) for d in LIVECODEBENCH_CONTEST_DATES)
+    return first <= date < last
 
 
 # Extraction and reference ----------------------------------------------------------------
@@ -117,16 +160,21 @@ def extract_program(response: str) -> str | None:
 
 
 def parse_reference(reference: Any) -> tuple[list[dict[str, str]], str | None]:
-    """Tests with their type filled in, and the function name, from a reference."""
+    """Tests with their type filled in, and the function name, from a reference.
+
+    A reference from upstream rows carries its private tests still encoded
+    (`private_tests`); they are decoded here, when the problem is graded.
+    """
     if isinstance(reference, str):
         reference = json.loads(reference)
     if not isinstance(reference, dict) or not isinstance(reference.get("tests"), list):
-        raise ValueError('expected {"tests": [...], "fn_name": str | null}')
+        raise ValueError('expected {"tests": [...], "private_tests"?: str, "fn_name": str | null}')
     fn_name = reference.get("fn_name")
     if fn_name is not None and (not isinstance(fn_name, str) or not fn_name.isidentifier()):
         raise ValueError(f"fn_name must be a Python name or null, not {fn_name!r}")
+    private = decode_tests(reference["private_tests"]) if "private_tests" in reference else []
     tests = []
-    for test in reference["tests"]:
+    for test in [*reference["tests"], *private]:
         if not isinstance(test, dict):
             raise ValueError("each test must be an object")
         given = test.get("input", test.get("stdin"))
@@ -159,49 +207,95 @@ class _StringOnly(pickle.Unpickler):
         raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
 
 
-# Comparison -------------------------------------------------------------------------------
+# Comparison: LiveCodeBench's rules, numbers written as floats within FLOAT_TOLERANCE ------
 
 
 def same_output(actual: str, expected: str) -> bool:
-    """Equal ignoring trailing whitespace; numbers written differently ("0.50", "0.5") agree."""
+    """stdin/stdout: the same lines after stripping; a line that differs as text matches when
+    all its tokens are numbers that agree (integers exactly, floats within the tolerance)."""
     got, want = _lines(actual), _lines(expected)
-    if got == want:
-        return True
-    return len(got) == len(want) and all(_same_tokens(g, w) for g, w in zip(got, want, strict=True))
+    return len(got) == len(want) and all(
+        g == w or _same_numbers(g.split(), w.split()) for g, w in zip(got, want, strict=True))
 
 
 def _lines(text: str) -> list[str]:
-    return [line.rstrip() for line in text.rstrip().splitlines()]
+    return [line.strip() for line in text.strip().split("\n")]
 
 
-def _same_tokens(got: str, want: str) -> bool:
-    a, b = got.split(), want.split()
-    if len(a) != len(b):
-        return False
+def _same_numbers(got: list[str], want: list[str]) -> bool:
+    return len(got) == len(want) and all(_same_number(g, w) for g, w in zip(got, want, strict=True))
+
+
+def _same_number(got: str, want: str) -> bool:
     try:
-        return all(x == y or Decimal(x) == Decimal(y) for x, y in zip(a, b, strict=True))
+        a, b = Decimal(got), Decimal(want)
     except InvalidOperation:
+        return False  # LiveCodeBench: a line with a word in it matches as text or not at all
+    if not (a.is_finite() and b.is_finite()):
         return False
+    if INTEGER.fullmatch(got) and INTEGER.fullmatch(want):
+        return a == b
+    x, y = float(a), float(b)
+    if math.isinf(x) or math.isinf(y):  # past a float's range only the exact value agrees
+        return a == b
+    return a == b or math.isclose(x, y, rel_tol=FLOAT_TOLERANCE, abs_tol=FLOAT_TOLERANCE)
 
 
 def same_value(stdout: str, expected: str) -> bool:
-    """The harness's JSON result equals the expected JSON value (floats close, tuple = list)."""
+    """Call-based: the harness's JSON reply equals the expected JSON value (tuple = list).
+
+    The reply is the program's: it is parsed within JSON_MAX_CHARS and JSON_MAX_DEPTH,
+    and one it cannot be raises (the test fails, saying why). An expected output that is
+    not JSON is compared as text.
+    """
     lines = stdout.strip().splitlines()
+    if not lines:
+        return False
     try:
-        got = json.loads(lines[-1]) if lines else None
-        want = json.loads(expected)
+        want = bounded_json(expected)
     except ValueError:
-        return bool(lines) and lines[-1].strip() == expected.strip()
-    return bool(lines) and values_equal(got, want)
+        return lines[-1].strip() == expected.strip()
+    return values_equal(bounded_json(lines[-1]), want)
+
+
+def bounded_json(text: str) -> Any:
+    """json.loads, refused with ValueError past JSON_MAX_CHARS or nested past JSON_MAX_DEPTH."""
+    if len(text) > JSON_MAX_CHARS:
+        raise ValueError(f"{len(text)} characters of JSON (at most {JSON_MAX_CHARS})")
+    depth, in_string, escaped_at = 0, False, -1
+    for match in JSON_SPECIAL.finditer(text):
+        char, at = match[0], match.start()
+        if at == escaped_at:
+            continue
+        if char == "\\":
+            escaped_at = at + 1
+        elif char == '"':
+            in_string = not in_string
+        elif not in_string:
+            depth += 1 if char in "[{" else -1
+            if depth > JSON_MAX_DEPTH:
+                raise ValueError(f"JSON nested deeper than {JSON_MAX_DEPTH}")
+    return json.loads(text)
 
 
 def values_equal(got: Any, want: Any) -> bool:
+    """JSON equality: integers, strings and booleans exactly (a boolean is not a number);
+    a float within the tolerance; lists and objects element by element."""
     if isinstance(got, bool) or isinstance(want, bool):
         return isinstance(got, bool) and isinstance(want, bool) and got == want
+    if isinstance(got, int) and isinstance(want, int):
+        return got == want
     if isinstance(got, (int, float)) and isinstance(want, (int, float)):
-        return math.isclose(got, want, rel_tol=FLOAT_TOLERANCE, abs_tol=FLOAT_TOLERANCE)
+        return _close(got, want)
     if isinstance(got, list) and isinstance(want, list):
         return len(got) == len(want) and all(values_equal(g, w) for g, w in zip(got, want, strict=True))
     if isinstance(got, dict) and isinstance(want, dict):
         return got.keys() == want.keys() and all(values_equal(got[k], want[k]) for k in got)
     return type(got) is type(want) and got == want
+
+
+def _close(got: float, want: float) -> bool:
+    try:
+        return math.isclose(got, want, rel_tol=FLOAT_TOLERANCE, abs_tol=FLOAT_TOLERANCE)
+    except OverflowError:  # an integer past a float's range: only the exact value agrees
+        return got == want

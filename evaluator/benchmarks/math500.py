@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Iterable
 from typing import Any
 
+from evaluator.benchmarks import datasets
 from evaluator.benchmarks.base import Benchmark, Grade
 from evaluator.errors import BenchmarkError
 from evaluator.types import Item
@@ -37,10 +39,9 @@ BARE_PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])|π")
 
 class Math500(Benchmark):
     name = "math500"
-    hub_id = "HuggingFaceH4/MATH-500"
-    upstream_files = ("test.jsonl",)
+    dataset = datasets.MATH500
 
-    def items_from_rows(self, rows: list[dict[str, Any]]) -> list[Item]:
+    def items_from_rows(self, rows: Iterable[dict[str, Any]]) -> list[Item]:
         try:
             return [Item(benchmark=self.name, id=str(row["unique_id"]), prompt=row["problem"],
                          reference=str(row["answer"]), category=str(row.get("subject", "")))
@@ -144,7 +145,7 @@ def last_value(text: str) -> str | None:
 
 def equivalent(answer: str, reference: str) -> bool:
     """Whether two answers are mathematically the same, as math-verify judges."""
-    from math_verify import verify
+    from math_verify import verify  # sympy and its parsers take a second: load on first grade
 
     if max(len(answer), len(reference)) > MAX_PARSED_CHARS:
         return _same_text(answer, reference)
@@ -157,7 +158,7 @@ def equivalent(answer: str, reference: str) -> bool:
 
 def to_math(text: str, timeout: int | None) -> list[Any]:
     """math-verify's parse of one answer written as LaTeX or as a plain number."""
-    from math_verify import LatexExtractionConfig, parse
+    from math_verify import LatexExtractionConfig, parse  # as in `equivalent`
 
     text = _as_latex(text)
     return parse(f"${text}$", extraction_config=[LatexExtractionConfig()],

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
+from evaluator.benchmarks import datasets
 from evaluator.benchmarks.base import Benchmark, Grade
 from evaluator.benchmarks.math500 import boxed_contents, unwrap_fonts
 from evaluator.errors import BenchmarkError
@@ -31,10 +33,9 @@ BARE = re.compile(r"^[\s*_`(\[]*(?:(?:option|choice)\s+)?\(?(?P<upper>[A-D])[)\]
 
 class MMLU(Benchmark):
     name = "mmlu"
-    hub_id = "cais/mmlu"
-    upstream_files = ("all/test-*.parquet", "all/test-*.jsonl")
+    dataset = datasets.MMLU
 
-    def items_from_rows(self, rows: list[dict[str, Any]]) -> list[Item]:
+    def items_from_rows(self, rows: Iterable[dict[str, Any]]) -> list[Item]:
         seen: Counter[str] = Counter()
         items = []
         for row in rows:

@@ -4,27 +4,38 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import pickle
+import shutil
 import uuid
 import zlib
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from evaluator.benchmarks import datasets
 from evaluator.benchmarks.livecodebench import (
+    JSON_MAX_CHARS,
+    JSON_MAX_DEPTH,
     LiveCodeBench,
+    check_output,
     decode_tests,
     extract_program,
+    in_contest_window,
+    parse_reference,
     same_output,
     values_equal,
 )
 from evaluator.errors import BenchmarkError
+from evaluator.rules import LIVECODEBENCH_CONTEST_DATES, LIVECODEBENCH_RELEASE
 from evaluator.sandbox import Limits
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "upstream" / "livecodebench"
 LIMITS = Limits(cpu_seconds=2, wall_seconds=3.0, memory_mb=256, processes=16,
-                file_size_mb=1, open_files=32, tmpfs_mb=8, output_bytes=64 * 1024)
+                file_size_mb=1, open_files=32, tmpfs_mb=8, output_bytes=64 * 1024,
+                process_memory_mb=64)
 LCB = LiveCodeBench(LIMITS)
 SQUARE = {"tests": [{"input": "3\n", "output": "9\n", "testtype": "stdin"},
                     {"input": "5\n", "output": "25", "testtype": "stdin"}], "fn_name": None}
@@ -52,35 +63,78 @@ def test_extraction(response, program):
 
 
 @pytest.mark.parametrize(("actual", "expected", "same"), [
-    # trailing whitespace is ignored, inner whitespace is not
+    # LiveCodeBench: the same lines once each line and the whole are stripped
     ("9\n", "9", True),
     ("1 2  \n3\n\n", "1 2\n3", True),
+    ("  1 2\r\n", "1 2", True),
     ("12\n", "1 2", False),
-    # numbers written differently agree, different numbers do not
-    ("0.50\n", "0.5", True),
-    ("0.5000001\n", "0.5", False),
+    ("1\n\n2\n", "1\n2", False),
     ("yes\n", "YES", False),
+    # a line of numbers: integers exactly, however large
+    ("1000000000\n", "1000000007", False),
+    ("9" * 400 + "\n", "9" * 400, True),
+    ("9" * 400 + "\n", "9" * 399 + "8", False),
+    ("007 -0\n", "7 0", True),
+    # floats within the tolerance, however written
+    ("0.50\n", "0.5", True),
+    ("0.5000001\n", "0.5", True),
+    ("0.5001\n", "0.5", False),
+    ("1e5 2\n", "100000 2.0", True),
+    ("1e400\n", "1E400", True),
+    ("1e400\n", "1e401", False),
+    # a word on the line: the line matches as text or not at all
+    ("x 0.50\n", "x 0.5", False),
+    ("sNaN\n", "1", False),
 ])
 def test_stdout_comparison(actual, expected, same):
     assert same_output(actual, expected) is same
 
 
 @pytest.mark.parametrize(("got", "want", "same"), [
-    # floats within tolerance, tuple as list
+    # integers and strings exactly
+    (1000000000, 1000000007, False),
+    (10**400, 10**400, True),
+    (10**400, 10**400 + 1, False),
+    ("abc", "abd", False),
+    # floats within tolerance (an integer against a float too), tuple as list
     (2.5000000001, 2.5, True),
     (2.6, 2.5, False),
+    (3, 3.0000000001, True),
+    (10**400, 1.5, False),
     ([0, 1], [0, 1], True),
     ([[1.5000000001, 2]], [[1.5, 2]], True),
     # booleans are not numbers
     (True, 1, False),
     (True, True, True),
-    # containers and strings compare exactly
+    # containers element by element
     ({"a": [1]}, {"a": [1]}, True),
-    ("abc", "abd", False),
     ([0], [0, 1], False),
+    (None, 0, False),
 ])
 def test_value_comparison(got, want, same):
     assert values_equal(got, want) is same
+
+
+@pytest.mark.parametrize(("kind", "stdout", "expected", "verdict"), [
+    # call-based: the reply is parsed within limits, and one past them fails its test
+    ("functional", "[" * 5000 + "]" * 5000 + "\n", "[]", "output not comparable"),
+    ("functional", "[" * (JSON_MAX_DEPTH + 1) + "]" * (JSON_MAX_DEPTH + 1), "[]", "output not comparable"),
+    ("functional", '"[[[[' + "[" * JSON_MAX_DEPTH + '"\n', '"x"', "wrong answer"),
+    ("functional", '"' + "x" * JSON_MAX_CHARS + '"\n', '"x"', "output not comparable"),
+    ("functional", '"unterminated\n', '"x"', "output not comparable"),
+    ("functional", f"{10**400}\n", "1.5", "wrong answer"),
+    ("functional", f"{10**400}\n", f"{10**400}", None),
+    # an expected output that is not JSON is compared as text
+    ("functional", "[1, 2]\n", "not json", "wrong answer"),
+    ("functional", "noise\nnot json\n", "not json", None),
+    # stdin: numbers past a float's range, or not numbers at all
+    ("stdin", "9" * 5000 + "\n", "1", "wrong answer"),
+    ("stdin", "1e999999999\n", "1", "wrong answer"),
+    ("stdin", "sNaN Infinity\n", "1 2", "wrong answer"),
+])
+def test_an_output_that_breaks_the_comparison_fails_its_test(kind, stdout, expected, verdict):
+    result = check_output(kind, stdout, expected)
+    assert result == verdict if verdict in (None, "wrong answer") else result.startswith(verdict)
 
 
 @pytest.mark.parametrize(("response", "reference", "correct"), [
@@ -109,6 +163,39 @@ def test_value_comparison(got, want, same):
 ])
 def test_grading(response, reference, correct):
     assert LCB.grade(response, reference).correct is correct
+
+
+HARNESS_PIPE = "import os, sys\nout = sys.modules['__main__'].out\n"
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    # a number past a float's range, against a float
+    ("def f():\n    return 10 ** 400", "1.5"),
+    # 5,000-deep JSON written straight to the harness's pipe, then a clean exit
+    (HARNESS_PIPE + "out.write('[' * 5000 + ']' * 5000 + '\\n')\nout.flush()\nos._exit(0)", "[]"),
+])
+def test_a_hostile_reply_is_graded_wrong_not_raised(code, expected):
+    reference = {"tests": [{"input": "", "output": expected, "testtype": "functional"}],
+                 "fn_name": "f"}
+    grade = LCB.grade(fenced(code), reference)
+    assert (grade.correct, grade.error) == (False, None) and grade.detail.startswith("test 1/1")
+
+
+def test_one_pair_that_raises_does_not_sink_the_batch(monkeypatch):
+    real = LCB.run_test
+
+    def explode(program, test, fn_name):
+        if "boom" in program:
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(program, test, fn_name)
+
+    monkeypatch.setattr(LCB, "run_test", explode)
+    pairs = [(fenced("n = int(input())\nprint(n * n)"), SQUARE), (fenced("# boom"), SQUARE),
+             (fenced("n = int(input())\nprint(n * n)"), SQUARE), ("not a pair",)]
+    grades = LCB.grade_many(pairs, workers=2)
+    assert [g.correct for g in grades] == [True, False, True, False]
+    assert grades[1].error.startswith("grader failed: RecursionError")
+    assert grades[3].error.startswith("grader failed: ValueError")
 
 
 def test_a_failure_says_which_test_failed():
@@ -176,16 +263,58 @@ def test_grading_many_keeps_the_order():
     assert [g.correct for g in LCB.grade_many(pairs)] == [True, True, True, False, True, True]
 
 
-def test_loading_the_upstream_rows():
-    items = LCB.load_upstream(str(FIXTURES))
+def test_loading_the_upstream_rows(caplog):
+    with caplog.at_level(logging.INFO, logger="evaluator.benchmarks.livecodebench"):
+        items = LCB.load_upstream(str(FIXTURES))
     assert [(i.id, i.category) for i in items] == [("abc900_a", "easy"), ("3999", "medium"),
                                                    ("2050B", "hard")]
+    assert "skipped 5 rows dated outside" in caplog.text  # one per release file before the window
     stdin_item, functional_item, _ = items
-    assert len(stdin_item.reference["tests"]) == 3  # public plus decoded private tests
+    assert len(stdin_item.reference["tests"]) == 1  # public; the private ones wait, encoded
+    assert isinstance(stdin_item.reference["private_tests"], str)
+    assert len(parse_reference(stdin_item.reference)[0]) == 3
     assert functional_item.reference["fn_name"] == "doubleAll"
     assert "def doubleAll" in functional_item.prompt
     assert "```python" in LCB.render_prompt(functional_item)
     assert "standard input" in LCB.render_prompt(stdin_item)
+
+
+FIRST, LAST = (datetime.fromisoformat(d) for d in LIVECODEBENCH_CONTEST_DATES)
+
+
+@pytest.mark.parametrize(("date", "inside"), [
+    (FIRST - timedelta(seconds=1), False),
+    (FIRST, True),
+    (LAST - timedelta(seconds=1), True),
+    (LAST, False),
+])
+def test_the_contest_window_includes_its_first_day_not_its_last(date, inside):
+    assert in_contest_window({"contest_date": date.isoformat()}) is inside
+
+
+def test_a_local_copy_must_hold_the_whole_release(tmp_path):
+    shutil.copytree(FIXTURES, tmp_path / "lcb")
+    (tmp_path / "lcb" / "test4.jsonl").unlink()
+    with pytest.raises(BenchmarkError, match=f"lacks test4.jsonl.*{LIVECODEBENCH_RELEASE}|"
+                                             f"{LIVECODEBENCH_RELEASE}.*lacks test4.jsonl"):
+        LCB.load_upstream(str(tmp_path / "lcb"))
+    with pytest.raises(BenchmarkError, match="pass the folder"):
+        LCB.load_upstream(str(FIXTURES / "test6.jsonl"))
+
+
+def test_the_hub_is_read_at_the_pinned_commit_and_release(monkeypatch):
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    asked = []
+
+    def snapshot(repo_id, **kwargs):
+        asked.append((repo_id, kwargs["revision"], kwargs["allow_patterns"]))
+        return str(FIXTURES)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot)
+    assert [i.id for i in LCB.load_upstream()] == ["abc900_a", "3999", "2050B"]
+    pin = datasets.LIVECODEBENCH
+    assert asked == [(pin.hub_id, pin.revision, list(pin.files))]
+    assert pin.files[-1] == f"test{pin.release.removeprefix('release_v')}.jsonl"
 
 
 def test_the_fixture_items_grade_a_right_solution_correct():
@@ -210,9 +339,12 @@ def test_private_tests_decode_without_running_pickled_code():
     evil = base64.b64encode(zlib.compress(pickle.dumps(Evil()))).decode()
     with pytest.raises(pickle.UnpicklingError, match="refusing"):
         decode_tests(evil)
+    grade = LCB.grade(fenced("print(1)"), {"tests": [], "private_tests": evil, "fn_name": None})
+    assert not grade.correct and grade.error.startswith("bad reference: refusing")
 
 
 def test_a_row_in_another_schema_is_refused(tmp_path):
-    (tmp_path / "test.jsonl").write_text('{"question_id": "x", "prompt": "hi"}\n')
+    for name in datasets.LIVECODEBENCH.files:
+        (tmp_path / name).write_text('{"question_id": "x", "prompt": "hi"}\n')
     with pytest.raises(BenchmarkError, match="code_generation_lite"):
         LCB.load_upstream(str(tmp_path))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
-from evaluator.benchmarks import get_benchmark
-from evaluator.benchmarks.math500 import extract_answer
+from evaluator.benchmarks import datasets, get_benchmark
+from evaluator.benchmarks.math500 import Math500, extract_answer
 from evaluator.errors import BenchmarkError
+from evaluator.rules import DATASET_REVISIONS
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "upstream"
 MATH = get_benchmark("math500")
@@ -108,12 +110,42 @@ def test_an_unreachable_hub_is_an_actionable_error(monkeypatch):
 
     def unreachable(repo_id, **kwargs):
         asked.append((repo_id, kwargs["allow_patterns"]))
+        assert kwargs["revision"] == DATASET_REVISIONS["math500"]
         raise OSError("no route to huggingface.co")
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", unreachable)
     with pytest.raises(BenchmarkError, match="pass a local file or folder"):
         MATH.load_upstream()
     assert asked == [("HuggingFaceH4/MATH-500", ["test.jsonl"])]
+
+
+def test_the_hub_is_read_at_the_pinned_commit(monkeypatch):
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    asked = []
+
+    def snapshot(repo_id, **kwargs):
+        asked.append((repo_id, kwargs["repo_type"], kwargs["revision"]))
+        return str(FIXTURES / "math500")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot)
+    assert len(MATH.load_upstream("HuggingFaceH4/MATH-500")) == 4
+    assert asked == [("HuggingFaceH4/MATH-500", "dataset", DATASET_REVISIONS["math500"])]
+    assert datasets.COMMIT.fullmatch(DATASET_REVISIONS["math500"])
+
+
+@pytest.mark.parametrize(("revision", "source", "message"), [
+    # no commit pinned: the hub is not asked at all
+    ("main", None, "no pinned commit"),
+    ("", None, "no pinned commit"),
+    # neither a local copy nor the pinned dataset
+    (DATASET_REVISIONS["math500"], "HuggingFaceH4/MATH-501", "neither a local file or folder"),
+    (DATASET_REVISIONS["math500"], "HuggingFaceH4/MATH-500@main", "neither a local file or folder"),
+])
+def test_anything_but_the_pinned_dataset_is_refused(monkeypatch, revision, source, message):
+    pin = dataclasses.replace(datasets.MATH500, revision=revision)
+    monkeypatch.setattr(Math500, "dataset", pin)
+    with pytest.raises(BenchmarkError, match=message):
+        Math500().load_upstream(source)
 
 
 @pytest.mark.timeout(30)

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.benchmarks import get_benchmark
+from evaluator.benchmarks import datasets, get_benchmark
 from evaluator.benchmarks.mmlu import extract_letter
+from evaluator.errors import BenchmarkError
+from evaluator.rules import DATASET_REVISIONS
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "upstream" / "mmlu"
 MMLU = get_benchmark("mmlu")
@@ -84,8 +86,33 @@ def test_loading_the_upstream_parquet(tmp_path):
     rows = [json.loads(line) for line in
             (FIXTURES / "all" / "test-00000-of-00001.jsonl").read_text().splitlines()]
     (tmp_path / "all").mkdir()
-    pd.DataFrame(rows).to_parquet(tmp_path / "all" / "test-00000-of-00001.parquet")
+    pd.DataFrame(rows).to_parquet(tmp_path / "all" / "test-00000-of-00001.parquet",
+                                  row_group_size=1)
     assert [i.reference for i in MMLU.load_upstream(str(tmp_path))] == ["B", "C", "A", "B"]
+
+
+def test_rows_arrive_one_at_a_time(tmp_path):
+    source = FIXTURES / "all" / "test-00000-of-00001.jsonl"
+    (tmp_path / "all").mkdir()
+    broken = tmp_path / "all" / "test-00000-of-00001.jsonl"
+    broken.write_text(source.read_text() + "{not json\n")
+    rows = datasets.stream_rows(datasets.MMLU, str(tmp_path))
+    assert next(rows)["subject"] == "high_school_chemistry"  # read before the bad line is reached
+    with pytest.raises(BenchmarkError, match="line 5"):
+        list(rows)
+
+
+def test_the_hub_is_read_at_the_pinned_commit(monkeypatch):
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    asked = []
+
+    def snapshot(repo_id, **kwargs):
+        asked.append((repo_id, kwargs["revision"], kwargs["allow_patterns"]))
+        return str(FIXTURES)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot)
+    assert len(MMLU.load_upstream()) == 4
+    assert asked == [("cais/mmlu", DATASET_REVISIONS["mmlu"], list(datasets.MMLU.files))]
 
 
 @pytest.mark.timeout(30)
