@@ -32,6 +32,8 @@ class Command:
 COMMANDS = {
     "baseline": Command("baseline", "what a head has to beat: single-model, random and oracle "
                                     "accuracy"),
+    "bench-agreement": Command("bench_agreement", "how alike independent heads route, next to "
+                                                  "copies: the behavioural duplicate threshold"),
     "bench": Command("bench", "performance benchmarks of the coordinator (not tests)"),
     "bench-sandbox": Command("bench_sandbox", "time the code sandbox per program (a benchmark, "
                                               "not a test)"),
@@ -43,6 +45,8 @@ COMMANDS = {
     "encoder": Command("encoder", "encoder checkpoints (a tiny Qwen3 for tests and the demo)"),
     "evaluate": Command("evaluate", "score a submission against the king on the hidden "
                                     "benchmark (maintainer, GPU)"),
+    "fairness": Command("fairness", "simulate the crown rule, the overfit gate and disclosure: "
+                                    "the fairness figures"),
     "gates": Command("gates", "run gates 0–4 on a pull request's submission (the PR bot)"),
     "gh": Command("gh", "GitHub steps of the workflows: PR data, comments, merges, pushes"),
     "grade": Command("grade", "grade a response, or a batch of cases, as the evaluator does"),

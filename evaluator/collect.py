@@ -1,7 +1,9 @@
 """Collecting each pool model's single-turn Worker answer to items, graded once.
 
 The one place cached answers (sealing) and training data (`tinyrouter collect`) come from,
-so both are asked, graded and recorded the same way.
+so both are asked, graded and recorded the same way. A refused or truncated answer is a row
+like any other, graded as returned; a call that fails for good fails its batch once every
+call of the batch has finished, out of credit first, since that is the one to fix.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from evaluator.benchmarks import get_benchmark
+from evaluator.errors import OutOfCreditError
 from evaluator.loop import worker_messages
 from evaluator.pool.client import OpenRouterClient
 from evaluator.pool.ledger import Ledger
@@ -51,9 +54,12 @@ async def _answer_batch(batch: Sequence[Item], client: ChatClient, benchmarks: M
     outcomes = await asyncio.gather(
         *(client.chat(model, worker_messages(item, benchmarks[item.benchmark]))
           for item, model in asks), return_exceptions=True)
-    for outcome in outcomes:  # every call has finished (and been ledgered) before we give up
-        if isinstance(outcome, BaseException):
-            raise outcome
+    # every call has finished (and been ledgered) before we give up
+    errors = sorted((o for o in outcomes if isinstance(o, BaseException)),
+                    key=lambda error: not isinstance(error, OutOfCreditError))
+    if errors:
+        raise errors[0]
+    _log_endings(outcomes)
     answers: dict[str, dict[str, ModelAnswer]] = {item.id: {} for item in batch}
     for name, bench in benchmarks.items():
         picked = [(item, model, done) for (item, model), done in zip(asks, outcomes, strict=True)
@@ -66,6 +72,14 @@ async def _answer_batch(batch: Sequence[Item], client: ChatClient, benchmarks: M
                                                   extracted=grade.extracted,
                                                   cost_usd=float(done.cost_usd))
     return [AnsweredItem(item=item, answers=answers[item.id]) for item in batch]
+
+
+def _log_endings(completions: Sequence[Any]) -> None:
+    refused = sum(bool(getattr(c, "refused", False)) for c in completions)
+    truncated = sum(bool(getattr(c, "truncated", False)) for c in completions)
+    if refused or truncated:
+        log.info("%d answers refused and %d truncated by the provider, graded as returned",
+                 refused, truncated)
 
 
 async def answer_items_async(items: Sequence[Item], client: ChatClient,

@@ -37,6 +37,19 @@ class PoolError(TinyRouterError):
     """A pool call failed for good (after retries, or on a non-retryable status)."""
 
 
+class InfrastructureError(PoolError):
+    """One call failed for good for reasons outside the submission (retries, or their time
+    budget, spent): that item fails and the others go on. `cost_usd`: what its attempts billed."""
+
+    def __init__(self, message: str, cost_usd: float = 0.0):
+        super().__init__(message)
+        self.cost_usd = cost_usd
+
+
+class OutOfCreditError(PoolError):
+    """The OpenRouter key or account cannot pay for more calls: top it up; the evaluation ends."""
+
+
 class LedgerError(TinyRouterError):
     """A cost ledger is malformed or its hash chain is broken."""
 

@@ -1,16 +1,20 @@
 """One submission → one result: score the challenger and the reigning king on the same items.
 
 The collaborators enter as parameters (the hidden sets, a router that decides for
-transcripts and θ, a live runner that plays live questions through the pool), so the match
-is tested offline with fakes; `coordinator.router.Router` and `pool.runner.pool_runner` are
-the real ones.
+transcripts and θ, a live runner that plays live questions through the pool, the public
+train items), so the match is tested offline with fakes; `coordinator.router.Router` and
+`pool.runner.pool_runner` are the real ones.
 
-Disclosure: this module logs progress and timings only, never a question, an answer or a
-component; `records.Result.public` cuts the record down per SPEC §8.
+Each evaluation draws a secret partition of every benchmark's scored pool into eval and
+audit halves; both heads are scored on the same one. Disclosure: this module logs progress
+and timings only, never a question, an answer or a component; `records.Result.public` cuts
+the record down per SPEC §8.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,20 +25,21 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from evaluator.errors import BenchmarkError, LeaderboardError
+from evaluator.errors import BenchmarkError, LeaderboardError, OutOfCreditError, PoolError
 from evaluator.files import format_time, utc_now
 from evaluator.gates import recheck
-from evaluator.loop import Decide, LiveOutcome, coordinator_transcript
-from evaluator.records import KING, LOST, REJECTED, HeadRecord, Paired, Result
-from evaluator.rules import ANSWERED_SPLITS, LIVE_SPLIT, Competition
+from evaluator.loop import FAILED, Decide, LiveOutcome, coordinator_transcript
+from evaluator.records import KING, LOST, REJECTED, VOID, HeadRecord, Partition, Result
+from evaluator.rules import LIVE_SPLIT, PARTITION, POOL_SPLIT, Competition
 from evaluator.scoring import (
     BenchmarkScore,
+    Measured,
     accuracy,
     composite,
     crowns,
     novelty,
     overfit,
-    paired_bootstrap,
+    paired_interval,
     score_benchmark,
 )
 from evaluator.store import Store, submission_path
@@ -43,6 +48,7 @@ from evaluator.types import AnsweredItem, Decision, Item
 
 log = logging.getLogger(__name__)
 OVERFIT_GATE = "gate 5 (overfit)"
+BEHAVIOUR_GATE = "gate 3 (duplicate, behaviour)"
 
 
 class Router(Protocol):
@@ -82,6 +88,16 @@ class HeadRun:
     def live_cost_usd(self) -> float:
         return float(sum(o.cost_usd for runs in self.live.values() for o in runs))
 
+    def measured(self, bench: str, rules: Competition) -> Measured:
+        live = self.live.get(bench, [])
+        return Measured.of(self.correct[bench]["eval"], self.correct[bench]["audit"],
+                           [o.correct for o in live], [turns(o, rules) for o in live])
+
+    def failed_live(self) -> tuple[int, int]:
+        """(live questions whose session failed for infrastructure reasons, live questions)."""
+        outcomes = [o for runs in self.live.values() for o in runs]
+        return sum(o.status == FAILED for o in outcomes), len(outcomes)
+
     def record(self, contender: Contender) -> HeadRecord:
         """Everything measured, per item (item ids only, never text)."""
         items = {}
@@ -92,7 +108,8 @@ class HeadRun:
                             for split, decisions in splits.items()}
             items[bench][LIVE_SPLIT] = [
                 {"id": o.item_id, "correct": o.correct, "n_turns": o.n_turns,
-                 "cost_usd": o.cost_usd, "decisions": [[d.model, d.role] for d in o.decisions]}
+                 "cost_usd": o.cost_usd, "decisions": [[d.model, d.role] for d in o.decisions],
+                 "status": o.status}
                 for o in self.live.get(bench, [])]
         return HeadRecord(miner=contender.miner, generation=contender.generation,
                           pr=contender.pr, head_sha=contender.head_sha, composite=self.composite,
@@ -100,14 +117,38 @@ class HeadRun:
                           items=items)
 
 
+def turns(outcome: LiveOutcome, rules: Competition) -> int:
+    """The turns a live question counts for: a failed session counts the whole budget, so a
+    failure never makes a head look efficient."""
+    return rules.max_turns if outcome.status == FAILED else outcome.n_turns
+
+
+# ---------------------------------------------------------------- the partition
+
+
+def partition(rows: Sequence[AnsweredItem], seed: str, bench: str,
+              rules: Competition) -> dict[str, list[AnsweredItem]]:
+    """This evaluation's eval and audit halves of one benchmark's pool, by the secret seed.
+
+    An item's place is the HMAC of its id under the seed, so the halves depend on nothing
+    a miner sees, and the same seed gives the same halves.
+    """
+    if len(rows) != rules.pool_size:
+        raise BenchmarkError(f"the sealed {bench} pool holds {len(rows)} items; the rules "
+                             f"partition {rules.pool_size}")
+    key = hmac.new(seed.encode(), bench.encode(), hashlib.sha256).digest()
+    order = sorted(rows, key=lambda r: hmac.new(key, r.item.id.encode(), hashlib.sha256).digest())
+    return {"eval": order[:rules.eval_size], "audit": order[rules.eval_size:]}
+
+
 # ---------------------------------------------------------------- measuring
 
 
-def answered_rows(sets: Sets, bench: str, split: str) -> list[AnsweredItem]:
+def pool_rows(sets: Sets, bench: str) -> list[AnsweredItem]:
     try:
-        rows = sets[bench][split]
+        rows = sets[bench][POOL_SPLIT]
     except KeyError as exc:
-        raise BenchmarkError(f"the sealed benchmark has no {bench} {split} split") from exc
+        raise BenchmarkError(f"the sealed benchmark has no {bench} {POOL_SPLIT} split") from exc
     return [r if isinstance(r, AnsweredItem) else AnsweredItem.from_dict(r) for r in rows]
 
 
@@ -118,17 +159,18 @@ def live_items(sets: Sets, bench: str) -> list[Item]:
     return [r if isinstance(r, Item) else Item.from_dict(r) for r in rows]
 
 
-def measure_cached(run: HeadRun, router: Router, theta: np.ndarray, sets: Sets,
+def measure_cached(run: HeadRun, router: Router, theta: np.ndarray,
+                   halves: Mapping[str, Mapping[str, list[AnsweredItem]]],
                    rules: Competition) -> None:
     """Turn-1 decisions on eval and audit; each picks that model's cached, graded answer."""
     for bench in rules.benchmarks:
-        rows = {split: answered_rows(sets, bench, split) for split in ANSWERED_SPLITS}
-        transcripts = [coordinator_transcript(r.item.prompt, []) for s in ANSWERED_SPLITS
+        rows = halves[bench]
+        transcripts = [coordinator_transcript(r.item.prompt, []) for s in PARTITION
                        for r in rows[s]]
         decisions = router.decide(transcripts, theta, reuse=True)
-        run.ids[bench] = {split: [r.item.id for r in rows[split]] for split in ANSWERED_SPLITS}
+        run.ids[bench] = {split: [r.item.id for r in rows[split]] for split in PARTITION}
         run.decisions[bench], run.correct[bench], start = {}, {}, 0
-        for split in ANSWERED_SPLITS:
+        for split in PARTITION:
             mine = decisions[start:start + len(rows[split])]
             start += len(rows[split])
             run.decisions[bench][split] = list(mine)
@@ -150,14 +192,17 @@ def measure_live(run: HeadRun, router: Router, theta: np.ndarray, sets: Sets,
 
 
 def first_overfit(run: HeadRun, rules: Competition) -> str | None:
-    """The reason a miner reads when the eval/audit gap on some benchmark is too wide."""
+    """The reason a miner reads when the eval/audit gap on some benchmark is too wide.
+
+    It names the benchmark and the limit, never the gap: its digits would give away how the
+    head does on the hidden audit half.
+    """
     for bench in rules.benchmarks:
-        cached, audit = (accuracy(run.correct[bench][s]) for s in ANSWERED_SPLITS)
-        verdict = overfit(cached, audit, rules)
-        if verdict.rejected:
-            return (f"{OVERFIT_GATE}: on {bench} the accuracy on the hidden eval questions "
-                    f"exceeds the audit questions by {verdict.gap:.3f} (the limit is "
-                    f"{rules.overfit_reject_gap}); the head fits the eval split, not the task")
+        cached, audit = (accuracy(run.correct[bench][s]) for s in PARTITION)
+        if overfit(cached, audit, rules).rejected:
+            return (f"{OVERFIT_GATE}: on {bench} the head's accuracy on this evaluation's hidden "
+                    f"eval half exceeds its audit half by more than the limit of "
+                    f"{rules.overfit_reject_gap}; it fits questions, not the task")
     return None
 
 
@@ -168,7 +213,8 @@ def score_run(run: HeadRun, novelties: Mapping[str, float], rules: Competition) 
             cached_acc=accuracy(run.correct[bench]["eval"]),
             audit_acc=accuracy(run.correct[bench]["audit"]),
             live_acc=accuracy([o.correct for o in live]),
-            avg_turns=float(np.mean([o.n_turns for o in live])) if live else float(rules.max_turns),
+            avg_turns=(float(np.mean([turns(o, rules) for o in live])) if live
+                       else float(rules.max_turns)),
             nov=novelties[bench], rules=rules)
     run.composite = composite({b: s.score for b, s in run.scores.items()}, rules)
 
@@ -178,26 +224,31 @@ def score_run(run: HeadRun, novelties: Mapping[str, float], rules: Competition) 
 
 @dataclass(frozen=True)
 class Stamp:
-    """Who was evaluated, when, and against which sealed benchmark."""
+    """Who was evaluated, when, against which sealed benchmark and on which partition."""
 
     contender: Contender
     now: datetime
     manifest_hash: str | None
+    partition: Partition | None = None
 
     def result(self, outcome: str, **fields: Any) -> Result:
         c = self.contender
         return Result(miner=c.miner, generation=c.generation, pr=c.pr, head_sha=c.head_sha,
                       evaluated_at=format_time(self.now), outcome=outcome,
-                      benchmark_manifest=self.manifest_hash, **fields)
+                      benchmark_manifest=self.manifest_hash, partition=self.partition,
+                      partition_commitment=self.partition and self.partition.commitment,
+                      **fields)
 
 
-def evaluate(challenger: Contender, king: Contender | None, king_novelty: Mapping[str, float],
-             sets: Sets, router: Router, run_live: LiveRunner, rules: Competition,
-             now: datetime | None = None, manifest_hash: str | None = None) -> Result:
+def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: Router,
+             run_live: LiveRunner, rules: Competition, now: datetime | None = None,
+             manifest_hash: str | None = None, drawn: Partition | None = None) -> Result:
     """Score the challenger and (in the same run, on the same items) the king; decide."""
-    stamp = Stamp(challenger, now or utc_now(), manifest_hash)
+    stamp = Stamp(challenger, now or utc_now(), manifest_hash, drawn or Partition.draw())
+    halves = {bench: partition(pool_rows(sets, bench), stamp.partition.seed, bench, rules)
+              for bench in rules.benchmarks}
     mine = HeadRun()
-    measure_cached(mine, router, challenger.theta, sets, rules)
+    measure_cached(mine, router, challenger.theta, halves, rules)
     reason = first_overfit(mine, rules)
     if reason is not None:
         log.info("overfit gate: rejected")
@@ -205,34 +256,100 @@ def evaluate(challenger: Contender, king: Contender | None, king_novelty: Mappin
     theirs = None
     if king is not None:
         theirs = HeadRun()
-        measure_cached(theirs, router, king.theta, sets, rules)
-        measure_live(theirs, router, king.theta, sets, run_live, rules)
-        score_run(theirs, {b: king_novelty.get(b, rules.novelty_without_king)
-                           for b in rules.benchmarks}, rules)
-    measure_live(mine, router, challenger.theta, sets, run_live, rules)
-    score_run(mine, {b: novelty(mine.decisions[b]["eval"],
-                                None if theirs is None else theirs.decisions[b]["eval"], rules)
-                     for b in rules.benchmarks}, rules)
-    return verdict(stamp, mine, theirs, king, rules)
+        measure_cached(theirs, router, king.theta, halves, rules)
+    novelties = {b: novelty(mine.decisions[b]["eval"],
+                            None if theirs is None else theirs.decisions[b]["eval"], rules)
+                 for b in rules.benchmarks}
+    runs = [(theirs, king), (mine, challenger)] if theirs is not None else [(mine, challenger)]
+    for run, contender in runs:
+        try:
+            measure_live(run, router, contender.theta, sets, run_live, rules)
+        except PoolError as exc:
+            log.warning("live play stopped: %s", type(exc).__name__)
+            return void(stamp, mine, theirs, king, pool_reason(exc))
+        reason = failure_reason(run, contender is king, rules)
+        if reason is not None:
+            return void(stamp, mine, theirs, king, reason)
+        score_run(run, novelties, rules)
+    return verdict(stamp, mine, theirs, king, novelties, rules)
+
+
+VOID_NOTE = "no score is given and your attempt is refunded; a maintainer re-runs the evaluation"
+
+
+def pool_reason(exc: PoolError) -> str:
+    """The public reason of an evaluation the pool stopped: what the maintainers must fix."""
+    if isinstance(exc, OutOfCreditError):
+        return f"void: the pool's API key ran out of credit ({exc}); {VOID_NOTE}"
+    return (f"void: the pool refused the evaluator's calls ({type(exc).__name__}; maintainers: "
+            f"check the key and the model slugs); {VOID_NOTE}")
+
+
+def failure_reason(run: HeadRun, is_king: bool, rules: Competition) -> str | None:
+    """Why the evaluation is void when too many of a head's live sessions failed, else None."""
+    failed, total = run.failed_live()
+    if total == 0 or failed / total <= rules.void_failure_share:
+        return None
+    whose = "the king's" if is_king else "your head's"
+    return (f"void: the pool failed on {failed} of {total} of {whose} live questions after "
+            f"retries (the limit is {rules.void_failure_share:.0%}); {VOID_NOTE}")
+
+
+def void(stamp: Stamp, mine: HeadRun, theirs: HeadRun | None, king: Contender | None,
+         reason: str) -> Result:
+    """A void result: its reason, and privately what was measured before the pool failed."""
+    log.info("verdict: void")
+    return stamp.result(VOID, reason=reason,
+                        live_cost_usd=mine.live_cost_usd + (theirs.live_cost_usd if theirs else 0.0),
+                        challenger_run=mine.record(stamp.contender),
+                        king_run=None if king is None or theirs is None else theirs.record(king))
 
 
 def verdict(stamp: Stamp, mine: HeadRun, theirs: HeadRun | None, king: Contender | None,
-            rules: Competition) -> Result:
-    king_composite = None if theirs is None else theirs.composite
-    outcome = KING if crowns(mine.composite, king_composite, rules) else LOST
-    paired = None
+            novelties: Mapping[str, float], rules: Competition) -> Result:
+    king_composite = delta = ci95 = None
     if theirs is not None:
-        delta, interval = paired_bootstrap(
-            {b: mine.correct[b]["eval"] for b in rules.benchmarks},
-            {b: theirs.correct[b]["eval"] for b in rules.benchmarks}, rules)
-        paired = Paired(delta, interval)
+        king_composite, delta = theirs.composite, mine.composite - theirs.composite
+        _, ci95 = paired_interval({b: mine.measured(b, rules) for b in rules.benchmarks},
+                                  {b: theirs.measured(b, rules) for b in rules.benchmarks},
+                                  novelties, rules)
+    crowned = crowns(mine.composite, king_composite, None if ci95 is None else ci95[0], rules)
+    outcome = KING if crowned else LOST
     log.info("verdict: %s", outcome)
     return stamp.result(
-        outcome, composite=mine.composite, king_composite=king_composite,
-        per_benchmark=dict(mine.scores), paired=paired,
+        outcome, composite=mine.composite, king_composite=king_composite, delta=delta, ci95=ci95,
+        per_benchmark=dict(mine.scores),
         live_cost_usd=mine.live_cost_usd + (0.0 if theirs is None else theirs.live_cost_usd),
         challenger_run=mine.record(stamp.contender),
         king_run=None if king is None or theirs is None else theirs.record(king))
+
+
+# ---------------------------------------------------------------- before the hidden sets
+
+
+def agreement(router: Router, first: np.ndarray, second: np.ndarray,
+              transcripts: list[str]) -> float:
+    """The share of transcripts on which two heads' turn-1 decisions pick the same model."""
+    mine = router.decide(transcripts, first, reuse=True)
+    theirs = router.decide(transcripts, second, reuse=True)
+    return sum(a.model == b.model for a, b in zip(mine, theirs, strict=True)) / len(transcripts)
+
+
+def check_behaviour(challenger: Contender, king: Contender, router: Router,
+                    public_items: Sequence[Item], rules: Competition) -> str | None:
+    """The behavioural duplicate check, on public items only: a head that routes like the
+    king on the train items is a copy, however its weights were moved."""
+    if not public_items:
+        raise BenchmarkError("no public train items to compare the heads on; check the "
+                             "manifest's train ids and the dataset source")
+    transcripts = [coordinator_transcript(item.prompt, []) for item in public_items]
+    share = agreement(router, challenger.theta, king.theta, transcripts)
+    log.info("behaviour: %.3f of %d public items routed like the king", share, len(transcripts))
+    if share >= rules.duplicate_agreement:
+        return (f"{BEHAVIOUR_GATE}: on the {len(transcripts)} public train items the head picks "
+                f"the king's model on {share:.3f} of them (the limit is "
+                f"{rules.duplicate_agreement}); submit a head you trained yourself")
+    return None
 
 
 # ---------------------------------------------------------------- from a repository
@@ -246,9 +363,12 @@ def load_contender(repo: Path, relpath: str, rules: Competition, pr: int | None 
 
 
 def evaluate_submission(repo: Path, relpath: str, open_sets: Callable[[], Sets], router: Router,
-                        run_live: LiveRunner, rules: Competition, pr: int | None = None,
-                        head_sha: str | None = None, now: datetime | None = None) -> Result:
-    """Re-check the gates, find the king in `leaderboard/`, open the hidden sets, evaluate."""
+                        run_live: LiveRunner, rules: Competition,
+                        public_items: Callable[[], Sequence[Item]] = list,
+                        pr: int | None = None, head_sha: str | None = None,
+                        now: datetime | None = None, drawn: Partition | None = None) -> Result:
+    """Re-check the gates, find the king, compare behaviours on public items, then open the
+    hidden sets and evaluate."""
     repo, store = Path(repo), Store(Path(repo))
     sub = Submission(repo, relpath, rules)
     stamp = Stamp(Contender(sub.login, sub.generation, np.empty(0), pr, head_sha),
@@ -265,5 +385,8 @@ def evaluate_submission(repo: Path, relpath: str, open_sets: Callable[[], Sets],
             raise LeaderboardError(f"{relpath} is the reigning king already")
         king = load_contender(repo, submission_path(reigning.miner, reigning.generation), rules,
                               reigning.pr, reigning.head_sha)
-    return evaluate(challenger, king, reigning.novelty if reigning else {}, open_sets(),
-                    router, run_live, rules, stamp.now, stamp.manifest_hash)
+        reason = check_behaviour(challenger, king, router, public_items(), rules)
+        if reason is not None:
+            return stamp.result(REJECTED, reason=reason)
+    return evaluate(challenger, king, open_sets(), router, run_live, rules, stamp.now,
+                    stamp.manifest_hash, drawn)

@@ -7,6 +7,7 @@ evaluator's defence-in-depth re-check all iterate it.
 
 from __future__ import annotations
 
+import base64
 import logging
 import stat
 from collections.abc import Callable
@@ -65,7 +66,9 @@ class GateContext:
     rules: Competition
     changes: list[Change] | None = None
     pr: int | None = None
+    head_sha: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
+    refunded: frozenset[str] = frozenset()  # heads whose evaluation was void
 
 
 GateCheck = Callable[[Submission, GateContext], "str | None"]
@@ -181,7 +184,8 @@ def check_rate_limit(sub: Submission, ctx: GateContext) -> str | None:
     window = timedelta(hours=ctx.rules.rate_limit_hours)
     recent = sorted(a.time for a in ctx.attempts
                     if a.miner.lower() == sub.login.lower()
-                    and (ctx.pr is None or a.pr != ctx.pr)
+                    and (ctx.head_sha is None or a.head_sha != ctx.head_sha)
+                    and a.head_sha not in ctx.refunded
                     and ctx.now - window < a.time <= ctx.now)
     if len(recent) >= ctx.rules.rate_limit_count:
         opens = recent[-ctx.rules.rate_limit_count] + window
@@ -205,18 +209,53 @@ def check_weights(sub: Submission, ctx: GateContext) -> str | None:
     return None
 
 
-def routing_view(head: np.ndarray, n_models: int) -> np.ndarray:
-    """The head as its routing sees it: per logit group, centred across rows and normalised."""
-    groups = []
-    for group in (head[:n_models], head[n_models:]):
-        centred = group.astype(np.float64) - group.mean(axis=0, keepdims=True)
-        norm = np.linalg.norm(centred)
-        groups.append((centred / norm if norm > 0 else centred).reshape(-1))
-    return np.concatenate(groups) / np.sqrt(2.0)
+def fingerprint(head: np.ndarray, n_models: int) -> np.ndarray:
+    """The model rows as routing sees them: each column centred across the rows (adding one
+    vector to every row changes no decision), then scaled to unit norm (nor does a rescale).
+    The role rows and SVF scales play no part: cached accuracy follows the model choice alone."""
+    rows = np.asarray(head, dtype=np.float64)[:n_models]
+    centred = rows - rows.mean(axis=0, keepdims=True)
+    norm = np.linalg.norm(centred)
+    return (centred / norm if norm > 0 else centred).reshape(-1)
 
 
-def check_duplicate(sub: Submission, ctx: GateContext) -> str | None:
-    mine = routing_view(sub.weights[0], ctx.rules.n_models)
+def encode_fingerprint(view: np.ndarray) -> str:
+    """A fingerprint as the attempts log keeps it: float16, base64 (a few kilobytes)."""
+    return base64.b64encode(np.asarray(view, dtype="<f2").tobytes()).decode("ascii")
+
+
+def decode_fingerprint(text: str, rules: Competition) -> np.ndarray:
+    """The recorded fingerprint back as a vector; ValueError when it is not one of these rules."""
+    raw = base64.b64decode(text.encode("ascii"), validate=True)
+    view = np.frombuffer(raw, dtype="<f2").astype(np.float64)
+    if view.size != rules.n_models * rules.hidden_size or not np.isfinite(view).all():
+        raise ValueError("not a fingerprint of this head shape")
+    return view
+
+
+def _earlier(ctx: GateContext) -> list[tuple[str, np.ndarray]]:
+    """(what, fingerprint) of every earlier head that passed the gates, other PRs than this one.
+
+    Raises ValueError naming an attempt whose fingerprint cannot be read: the gate then fails
+    closed rather than skip a comparison.
+    """
+    found = []
+    for number, attempt in enumerate(ctx.attempts, start=1):
+        if not attempt.gates_passed or (ctx.pr is not None and attempt.pr == ctx.pr):
+            continue
+        what = f"the attempt of PR #{attempt.pr} ({attempt.miner}, {attempt.at})"
+        try:
+            found.append((what, decode_fingerprint(attempt.fingerprint or "", ctx.rules)))
+        except ValueError as exc:
+            raise ValueError(f"leaderboard/attempts.jsonl line {number} ({what}) has no readable "
+                             f"fingerprint ({exc}); a maintainer must restore the file from git "
+                             "before any head can pass this gate") from exc
+    return found
+
+
+def _merged(sub: Submission, ctx: GateContext) -> list[tuple[str, np.ndarray]]:
+    """(what, fingerprint) of every folder on the base branch, the king's included."""
+    found = []
     for folder in Store(sub.repo).submission_folders():
         if folder.resolve() == sub.folder.resolve():
             continue
@@ -225,10 +264,23 @@ def check_duplicate(sub: Submission, ctx: GateContext) -> str | None:
         except SubmissionError:
             log.warning("skipped unreadable weights in %s", folder.relative_to(sub.repo))
             continue
-        cosine = float(mine @ routing_view(other, ctx.rules.n_models))
+        found.append((folder.relative_to(sub.repo).as_posix(),
+                      fingerprint(other, ctx.rules.n_models)))
+    return found
+
+
+def check_duplicate(sub: Submission, ctx: GateContext) -> str | None:
+    mine = fingerprint(sub.weights[0], ctx.rules.n_models)
+    try:
+        earlier = _earlier(ctx)
+    except ValueError as exc:
+        return str(exc)
+    for what, other in _merged(sub, ctx) + earlier:
+        cosine = float(mine @ other)
         if cosine >= ctx.rules.duplicate_cosine:
-            return (f"routes like {folder.relative_to(sub.repo).as_posix()} (cosine {cosine:.4f} ≥ "
-                    f"{ctx.rules.duplicate_cosine}); submit a head you trained yourself")
+            return (f"the model rows route like {what} (cosine {cosine:.4f} ≥ "
+                    f"{ctx.rules.duplicate_cosine}, whatever the role rows and SVF scales); "
+                    "submit a head you trained yourself")
     return None
 
 
@@ -280,9 +332,27 @@ def run_gates(sub: Submission, ctx: GateContext, gates: tuple[Gate, ...] = GATES
 
 
 def context_for(repo: str | Path, author: str, rules: Competition, now: datetime | None = None,
-                changes: list[Change] | None = None, pr: int | None = None) -> GateContext:
+                changes: list[Change] | None = None, pr: int | None = None,
+                head_sha: str | None = None) -> GateContext:
+    store = Store(Path(repo))
     return GateContext(author=author, now=now or utc_now(), rules=rules, changes=changes, pr=pr,
-                       attempts=Store(Path(repo)).attempts())
+                       head_sha=head_sha, attempts=store.attempts(),
+                       refunded=store.refunded_heads())
+
+
+def attempt_of(sub: Submission, report: GateReport, ctx: GateContext,
+               generation: int) -> Attempt:
+    """The attempts-log line of a head that passed gate 1: its hash, fingerprint and verdict."""
+    try:
+        head, _ = sub.weights
+        weights_sha = sha256_file(sub.folder / WEIGHTS_FILE)
+        view = encode_fingerprint(fingerprint(head, ctx.rules.n_models))
+    except (SubmissionError, OSError):
+        weights_sha = view = None  # unreadable weights: gate 2 failed, nothing to compare
+    failed = report.failed
+    return Attempt(miner=sub.login, generation=generation, pr=ctx.pr, head_sha=ctx.head_sha,
+                   at=format_time(ctx.now), weights_sha256=weights_sha, fingerprint=view,
+                   gates_passed=report.passed, failed_gate=None if failed is None else failed.number)
 
 
 RECHECKED_GATES = (2, 3, 4)

@@ -13,11 +13,12 @@ from typing import Any
 
 from evaluator.errors import LeaderboardError
 from evaluator.files import parse_time
-from evaluator.records import KING, LOST, REJECTED, Crowning, King, Result
+from evaluator.records import KING, LOST, Crowning, King, Result
 from evaluator.rules import WEIGHTS_FILE, Competition
 from evaluator.scoring import TOLERANCE, crowns
 from evaluator.store import (
     ATTEMPTS_FILE,
+    FAIRNESS_FILE,
     HISTORY_FILE,
     KING_FILE,
     LEADERBOARD_DIR,
@@ -34,24 +35,27 @@ def check_result(data: dict[str, Any], rules: Competition, where: str = "result"
     """Schema plus the rules: the benchmarks, the composite and the outcome all add up."""
     validate("result", data, where)
     result = Result.from_dict(data)
-    if result.outcome == REJECTED:
+    if result.outcome == LOST:
+        # a loss is published rounded: refuse only what is a crown even after rounding
+        slack = rules.disclosure_precision / 2
+        if crowns(result.delta - slack, 0.0, result.ci95[0] - slack, rules):
+            raise LeaderboardError(f"{where}: the delta and its interval crown the head but it "
+                                   "says lost")
+    if result.outcome != KING:
         return result
     king, composite = result.king_composite, result.composite
-    if king is not None and abs(data["delta"] - (composite - king)) > TOLERANCE:
+    if king is not None and abs(result.delta - (composite - king)) > TOLERANCE:
         raise LeaderboardError(f"{where}: delta is not composite − king_composite")
-    if result.outcome == LOST and crowns(composite, king, rules):
-        raise LeaderboardError(f"{where}: composite beats the king by the margin but says lost")
-    if result.outcome == KING:
-        if not crowns(composite, king, rules):
-            raise LeaderboardError(f"{where}: crowned without beating the king by the margin of "
-                                   f"{rules.win_margin}")
-        per = result.per_benchmark or {}
-        if sorted(per) != sorted(rules.benchmarks):
-            raise LeaderboardError(f"{where}: per_benchmark must cover exactly "
-                                   f"{', '.join(rules.benchmarks)}")
-        mean = sum(per[b].score for b in rules.benchmarks) / len(rules.benchmarks)
-        if abs(mean - composite) > TOLERANCE:
-            raise LeaderboardError(f"{where}: composite is not the mean of the benchmark scores")
+    if not crowns(composite, king, None if result.ci95 is None else result.ci95[0], rules):
+        raise LeaderboardError(f"{where}: crowned without beating the king by the margin of "
+                               f"{rules.win_margin} with an interval above zero")
+    per = result.per_benchmark or {}
+    if sorted(per) != sorted(rules.benchmarks):
+        raise LeaderboardError(f"{where}: per_benchmark must cover exactly "
+                               f"{', '.join(rules.benchmarks)}")
+    mean = sum(per[b].score for b in rules.benchmarks) / len(rules.benchmarks)
+    if abs(mean - composite) > TOLERANCE:
+        raise LeaderboardError(f"{where}: composite is not the mean of the benchmark scores")
     return result
 
 
@@ -74,7 +78,8 @@ def apply_result(repo: Path, data: dict[str, Any], rules: Competition) -> Applie
     """
     result = check_result(data, rules)
     store, applied = Store(Path(repo)), Applied()
-    path = store.result_path(result.miner, result.generation)
+    path = store.result_path(result.miner, result.generation, result.outcome,
+                             result.evaluated_at)
     if path.is_file():
         existing = store.result(path)
         if existing.key != result.key:
@@ -85,22 +90,35 @@ def apply_result(repo: Path, data: dict[str, Any], rules: Competition) -> Applie
                  result.miner, result.generation)
         return applied
     if result.outcome == KING:
-        _crown(store, result, applied)
-    applied.changed.append(store.relative(store.write_result(result)))
+        _crown(store, data, result, applied)
+    applied.changed.append(store.relative(store.write_result(data)))
     return applied
 
 
-def _crown(store: Store, result: Result, applied: Applied) -> None:
+def _crown(store: Store, data: dict[str, Any], result: Result, applied: Applied) -> None:
     current = store.king()
     if current is None or current.key != result.key:
         _check_reigning(current, result)
-        store.write_king(King.crowned(result, current))
+        store.write_king(King.crowned(data, current))
         applied.changed.append(f"{LEADERBOARD_DIR}/{KING_FILE}")
     history = store.history()
     if not any(entry.key == result.key for entry in history):
-        store.write_history([*history, Crowning.of(result)])
+        store.write_history([*history, Crowning.of(data)])
         applied.changed.append(f"{LEADERBOARD_DIR}/{HISTORY_FILE}")
     applied.crowned = True
+
+
+def check_private(public: dict[str, Any], private: dict[str, Any], rules: Competition) -> None:
+    """The private record behind a public one: the same evaluation, the partition it committed."""
+    record = Result.from_dict(private)
+    if private.get("public") != public or Result.from_dict(public).key != record.key:
+        raise LeaderboardError("the private record is of another evaluation than the result")
+    if record.partition_commitment is None:
+        return  # rejected before a partition was drawn
+    if record.partition is None or record.partition.commitment != public.get(
+            "partition_commitment"):
+        raise LeaderboardError("the private record's partition seed does not match the "
+                               "result's partition_commitment; refusing the result")
 
 
 def _check_reigning(current: King | None, result: Result) -> None:
@@ -145,7 +163,7 @@ def validate_state(repo: Path, rules: Competition) -> int:
     """Check every leaderboard file against its schema and the others; return files checked."""
     store, checked = Store(Path(repo)), 0
     for kind, name in (("king", KING_FILE), ("history", HISTORY_FILE),
-                       ("manifest", MANIFEST_FILE)):
+                       ("manifest", MANIFEST_FILE), ("fairness", FAIRNESS_FILE)):
         data = read_json(store.file(name))
         if data is not None:
             validate(kind, data, f"{LEADERBOARD_DIR}/{name}")
@@ -155,7 +173,8 @@ def validate_state(repo: Path, rules: Competition) -> int:
     for path in store.result_files():
         where = store.relative(path)
         result = check_result(read_json(path), rules, where)
-        if path != store.result_path(result.miner, result.generation):
+        if path != store.result_path(result.miner, result.generation, result.outcome,
+                                     result.evaluated_at):
             raise LeaderboardError(f"{where} holds the result of {result.miner} generation "
                                    f"{result.generation}; move it to match")
         checked += 1

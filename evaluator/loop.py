@@ -3,21 +3,35 @@
 The loop asks a batched `decide(transcripts) -> decisions` each turn, one decision per
 coordinator transcript (a router bound to a θ), so all live questions of a turn are encoded
 in one batch. `run_sessions` runs many questions turn by turn in lockstep; `run_session` one.
+
+Sessions are isolated (SPEC §8): a refused call ends its session (graded wrong), a truncated
+one is kept as returned, and a call that fails for good (`InfrastructureError`) ends its
+session as failed; the others go on. Any other error ends them all once the turn's calls
+have finished.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from evaluator.errors import TinyRouterError
+from evaluator.errors import InfrastructureError, TinyRouterError
 from evaluator.rules import ROLES, Competition
 from evaluator.types import Decision, Item
 
+log = logging.getLogger(__name__)
+
 Decide = Callable[[list[str]], list[Decision]]
+
+# How a call, and a session, ended: its worst call, failed > refused > truncated > answered.
+ANSWERED, REFUSED, TRUNCATED, FAILED = "answered", "refused", "truncated", "failed"
+STATUSES = (ANSWERED, REFUSED, TRUNCATED, FAILED)
+ACCEPT_STOP, MAX_TURNS_STOP = "accept", "max_turns"
+ENDED = (ACCEPT_STOP, REFUSED, FAILED)  # stops that end a session before the turn cap
 
 ACCEPT, REVISE = "ACCEPT", "REVISE"
 THINKER, WORKER, VERIFIER = ROLES
@@ -69,25 +83,35 @@ class Turn:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     verdict: str | None = None
+    status: str = ANSWERED
 
 
 @dataclass
 class Trajectory:
-    """A finished session: every turn, the graded answer and the totals."""
+    """A finished session: every turn, the graded answer and the totals. `stop` is accept,
+    max_turns, refused or failed; `failure` says why a failed session failed."""
 
     item: Item
     turns: list[Turn] = field(default_factory=list)
     answer: str | None = None
     answer_turn: int | None = None
-    stop: str = "max_turns"
+    stop: str = MAX_TURNS_STOP
+    failure: str | None = None
+    failed_cost_usd: float = 0.0  # what the failed call's attempts billed
 
     @property
     def n_turns(self) -> int:
         return len(self.turns)
 
     @property
+    def status(self) -> str:
+        if self.stop in (REFUSED, FAILED):
+            return self.stop
+        return TRUNCATED if any(turn.status == TRUNCATED for turn in self.turns) else ANSWERED
+
+    @property
     def cost_usd(self) -> float:
-        return sum(turn.cost_usd for turn in self.turns)
+        return sum(turn.cost_usd for turn in self.turns) + self.failed_cost_usd
 
     @property
     def prompt_tokens(self) -> int:
@@ -101,7 +125,7 @@ class Trajectory:
         return {"item_id": self.item.id, "benchmark": self.item.benchmark,
                 "turns": [asdict(turn) for turn in self.turns], "answer": self.answer,
                 "answer_turn": self.answer_turn, "stop": self.stop, "n_turns": self.n_turns,
-                "cost_usd": self.cost_usd}
+                "cost_usd": self.cost_usd, "status": self.status, "failure": self.failure}
 
 
 def truncate_output(text: str, rules: Competition) -> str:
@@ -169,19 +193,35 @@ def _check(decision: Decision, rules: Competition) -> Decision:
     return decision
 
 
+def call_status(completion: Any) -> str:
+    """ANSWERED, REFUSED or TRUNCATED for a returned call (a `pool.client.Completion`)."""
+    if getattr(completion, "refused", False):
+        return REFUSED
+    return TRUNCATED if getattr(completion, "truncated", False) else ANSWERED
+
+
 async def _play_turn(trajectory: Trajectory, decision: Decision, benchmark: Benchmark,
                      client: Any, rules: Competition) -> None:
     messages = model_messages(trajectory.item, benchmark, decision.role, trajectory.turns)
-    completion = await client.chat(decision.model, messages)
+    try:
+        completion = await client.chat(decision.model, messages)
+    except InfrastructureError as exc:
+        log.warning("a session failed at turn %d: %s", trajectory.n_turns + 1, exc)
+        trajectory.stop, trajectory.failure = FAILED, str(exc)
+        trajectory.failed_cost_usd += exc.cost_usd
+        return
+    status = call_status(completion)
     verdict = parse_verdict(completion.text) if decision.role == VERIFIER else None
     has_worker = any(turn.role == WORKER for turn in trajectory.turns)
     trajectory.turns.append(Turn(
         model=decision.model, role=decision.role, text=completion.text,
         shown=truncate_output(completion.text, rules), prompt_tokens=completion.prompt_tokens,
         completion_tokens=completion.completion_tokens, cost_usd=completion.cost_usd,
-        verdict=verdict))
-    if verdict == ACCEPT and has_worker:
-        trajectory.stop = "accept"
+        verdict=verdict, status=status))
+    if status == REFUSED:
+        trajectory.stop = REFUSED
+    elif verdict == ACCEPT and has_worker:
+        trajectory.stop = ACCEPT_STOP
 
 
 async def run_sessions(items: Sequence[Item], benchmark: Benchmark, decide: Decide, client: Any,
@@ -189,7 +229,7 @@ async def run_sessions(items: Sequence[Item], benchmark: Benchmark, decide: Deci
     """Run every item through the loop, turn by turn, with one `decide` call per turn."""
     trajectories = [Trajectory(item=item) for item in items]
     for _ in range(rules.max_turns):
-        active = [t for t in trajectories if t.stop != "accept"]
+        active = [t for t in trajectories if t.stop not in ENDED]
         if not active:
             break
         decisions = decide([coordinator_transcript(t.item.prompt, t.turns) for t in active])
@@ -197,14 +237,13 @@ async def run_sessions(items: Sequence[Item], benchmark: Benchmark, decide: Deci
             raise TinyRouterError(f"the router returned {len(decisions)} decisions for "
                                   f"{len(active)} transcripts")
         checked = [_check(decision, rules) for decision in decisions]
-        tasks = [asyncio.ensure_future(_play_turn(t, d, benchmark, client, rules))
-                 for t, d in zip(active, checked, strict=True)]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            raise
+        # every call of the turn finishes (and is ledgered) before an error ends the run
+        done = await asyncio.gather(*(_play_turn(t, d, benchmark, client, rules)
+                                      for t, d in zip(active, checked, strict=True)),
+                                    return_exceptions=True)
+        errors = [outcome for outcome in done if isinstance(outcome, BaseException)]
+        if errors:
+            raise errors[0]
     for trajectory in trajectories:
         trajectory.answer_turn = select_answer(trajectory.turns, benchmark)
         if trajectory.answer_turn is not None:
@@ -220,26 +259,42 @@ async def run_session(item: Item, benchmark: Benchmark, decide: Decide, client: 
 
 @dataclass(frozen=True)
 class LiveOutcome:
-    """One question played through the loop and graded: no question or answer text."""
+    """One question played through the loop and graded: no question or answer text.
+
+    `status` is how the session ended (see STATUSES); `reason` why a failed one failed."""
 
     item_id: str
     correct: bool
     n_turns: int
     cost_usd: float
     decisions: tuple[Decision, ...] = ()
+    status: str = ANSWERED
+    reason: str | None = None
 
 
 async def play(items: Sequence[Item], benchmark: Benchmark, decide: Decide, client: Any,
                rules: Competition) -> list[LiveOutcome]:
-    """Run the items through the loop and grade each final answer (none: wrong)."""
+    """Run the items through the loop and grade each final answer; one outcome per item.
+
+    No answer, a refusal or a failed session is wrong. Only an error that is not one item's
+    (out of credit, a misconfigured pool, a broken router) propagates."""
     trajectories = await run_sessions(items, benchmark, decide, client, rules)
-    answered = [t for t in trajectories if t.answer is not None]
-    grades = benchmark.grade_many([(t.answer, t.item.reference) for t in answered])
-    correct = {id(t): bool(g.correct) for t, g in zip(answered, grades, strict=True)}
+    graded = [t for t in trajectories if t.answer is not None and t.status not in (REFUSED, FAILED)]
+    grades = benchmark.grade_many([(t.answer, t.item.reference) for t in graded])
+    correct = {id(t): bool(g.correct) for t, g in zip(graded, grades, strict=True)}
     return [LiveOutcome(item_id=t.item.id, correct=correct.get(id(t), False), n_turns=t.n_turns,
                         cost_usd=t.cost_usd,
-                        decisions=tuple(Decision(x.model, x.role) for x in t.turns))
+                        decisions=tuple(Decision(x.model, x.role) for x in t.turns),
+                        status=t.status, reason=t.failure)
             for t in trajectories]
+
+
+def failure_share(outcomes: Sequence[LiveOutcome]) -> float:
+    """The share of outcomes whose session failed for infrastructure reasons (0 for none);
+    compare with `rules.void_failure_share`."""
+    if not outcomes:
+        return 0.0
+    return sum(outcome.status == FAILED for outcome in outcomes) / len(outcomes)
 
 
 def one_by_one(choose: Callable[[str], Decision]) -> Decide:

@@ -1,8 +1,10 @@
 """The typed records of the leaderboard: attempts, evaluation results, the king and its history.
 
 A `Result` is one evaluation. `public()` applies the disclosure rule in one place (SPEC §8):
-a new king shows every component, a loss only its composite and its delta to the king, a
-rejection only its reason. `private()` keeps everything, per item, for the maintainers.
+a new king shows every component (its audit accuracy at the disclosure precision), a loss
+only its composite, its delta to the king and the interval of that delta, all at the
+disclosure precision, a rejection only its reason. `private()` keeps everything, per item
+and with the partition's secret seed, for the maintainers.
 `from_dict` reads either view back; it coerces loosely (a field of the wrong type reads as
 None), so the site can display what a file holds, while `store` validates files against
 their JSON Schemas first when it reads strictly.
@@ -10,6 +12,9 @@ their JSON Schemas first when it reads strictly.
 
 from __future__ import annotations
 
+import hashlib
+import math
+import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -19,16 +24,24 @@ from evaluator.rules import FORMAT_VERSION
 from evaluator.scoring import BenchmarkScore
 
 KING, LOST, REJECTED = "king", "lost", "rejected"
-OUTCOMES = (KING, LOST, REJECTED)
+# VOID: the evaluation could not be trusted (the pool failed, the merge was refused): no score,
+# and the attempt is refunded. STALE: the king changed while it ran; it is evaluated again.
+VOID, STALE = "void", "stale"
+OUTCOMES = (KING, LOST, REJECTED, VOID, STALE)
+UNSCORED = (REJECTED, VOID, STALE)  # outcomes whose public record is a reason and no score
 IDENTITY_FIELDS = ("format", "miner", "generation", "pr", "head_sha", "evaluated_at",
-                   "benchmark_manifest")
+                   "benchmark_manifest", "partition_commitment")
 # The disclosure rule as data: the public record of each outcome holds exactly these fields.
 PUBLIC_FIELDS = {
-    KING: (*IDENTITY_FIELDS, "outcome", "composite", "king_composite", "delta", "reason",
-           "per_benchmark", "paired", "live_cost_usd"),
-    LOST: (*IDENTITY_FIELDS, "outcome", "composite", "king_composite", "delta"),
-    REJECTED: (*IDENTITY_FIELDS, "outcome", "reason", "composite", "king_composite", "delta"),
+    KING: (*IDENTITY_FIELDS, "outcome", "composite", "king_composite", "delta", "ci95",
+           "reason", "per_benchmark", "live_cost_usd"),
+    LOST: (*IDENTITY_FIELDS, "outcome", "composite", "delta", "ci95"),
+    **{outcome: (*IDENTITY_FIELDS, "outcome", "reason", "composite", "delta")
+       for outcome in UNSCORED},
 }
+# What the disclosure rule rounds: in a loss, these fields; in a king's breakdown, these parts.
+ROUNDED_IN_LOSS = ("composite", "delta", "ci95")
+ROUNDED_IN_BREAKDOWN = ("audit_acc",)
 
 
 def _str(value: Any) -> str | None:
@@ -67,17 +80,65 @@ def _scores_dict(scores: dict[str, BenchmarkScore] | None) -> dict[str, dict] | 
     return None if scores is None else {b: s.to_dict() for b, s in scores.items()}
 
 
+def disclosed(value: Any, precision: float) -> Any:
+    """A number (or a pair of them) at the disclosure precision, e.g. 0.01 → two decimals."""
+    digits = max(0, round(-math.log10(precision)))
+    if isinstance(value, (list, tuple)):
+        return [disclosed(v, precision) for v in value]
+    return value if value is None else round(float(value), digits) + 0.0  # never -0.0
+
+
+@dataclass(frozen=True)
+class Partition:
+    """This evaluation's secret split of the scored pool into eval and audit.
+
+    The seed is drawn on the runner and stays in the private record; the public record
+    carries `commitment`, sha256(salt ‖ seed), so the private record can later be checked
+    against it without the seed ever being published.
+    """
+
+    seed: str
+    salt: str
+
+    @property
+    def commitment(self) -> str:
+        return hashlib.sha256(bytes.fromhex(self.salt) + self.seed.encode()).hexdigest()
+
+    @classmethod
+    def draw(cls) -> Partition:
+        return cls(seed=secrets.token_hex(32), salt=secrets.token_hex(16))
+
+    def to_dict(self) -> dict[str, str]:
+        return {"seed": self.seed, "salt": self.salt}
+
+    @classmethod
+    def from_dict(cls, value: Any) -> Partition | None:
+        if not isinstance(value, dict) or not all(isinstance(value.get(k), str)
+                                                  for k in ("seed", "salt")):
+            return None
+        return cls(value["seed"], value["salt"])
+
+
 # ---------------------------------------------------------------- attempts
 
 @dataclass(frozen=True)
 class Attempt:
-    """One line of the attempts log: a submission that passed the rate-limit gate."""
+    """One line of the attempts log: a head that passed the rate-limit gate.
+
+    `fingerprint` is the head's model rows as gate 3 compares them (see gates.fingerprint),
+    None when its weights could not be read; `gates_passed`/`failed_gate` say how its gates
+    ended.
+    """
 
     miner: str
     generation: int
     pr: int | None
     head_sha: str | None
     at: str
+    weights_sha256: str | None = None
+    fingerprint: str | None = None
+    gates_passed: bool = False
+    failed_gate: int | None = None
 
     @property
     def time(self) -> datetime:
@@ -85,34 +146,21 @@ class Attempt:
 
     def to_dict(self) -> dict[str, Any]:
         return {"miner": self.miner, "generation": self.generation, "pr": self.pr,
-                "head_sha": self.head_sha, "at": self.at}
+                "head_sha": self.head_sha, "at": self.at, "weights_sha256": self.weights_sha256,
+                "fingerprint": self.fingerprint,
+                "gates": {"passed": self.gates_passed, "failed": self.failed_gate}}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Attempt:
+        gates = data.get("gates") if isinstance(data.get("gates"), dict) else {}
         return cls(miner=str(data.get("miner")), generation=_int(data.get("generation")) or 0,
                    pr=_int(data.get("pr")), head_sha=_str(data.get("head_sha")),
-                   at=str(data.get("at")))
+                   at=str(data.get("at")), weights_sha256=_str(data.get("weights_sha256")),
+                   fingerprint=_str(data.get("fingerprint")),
+                   gates_passed=gates.get("passed") is True, failed_gate=_int(gates.get("failed")))
 
 
 # ---------------------------------------------------------------- results
-
-@dataclass(frozen=True)
-class Paired:
-    """The paired comparison with the king: cached-accuracy difference and its 95% interval."""
-
-    delta_cached: float
-    ci95: tuple[float, float]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"delta_cached": self.delta_cached, "ci95": list(self.ci95)}
-
-    @classmethod
-    def from_dict(cls, value: Any) -> Paired | None:
-        if not isinstance(value, dict):
-            return None
-        delta, interval = _float(value.get("delta_cached")), _pair(value.get("ci95"))
-        return None if delta is None or interval is None else cls(delta, interval)
-
 
 @dataclass(frozen=True)
 class HeadRecord:
@@ -156,20 +204,17 @@ class Result:
     evaluated_at: str
     outcome: str
     benchmark_manifest: str | None = None
+    partition_commitment: str | None = None
     reason: str | None = None
     composite: float | None = None
     king_composite: float | None = None
+    delta: float | None = None
+    ci95: tuple[float, float] | None = None
     per_benchmark: dict[str, BenchmarkScore] | None = None
-    paired: Paired | None = None
     live_cost_usd: float | None = None
+    partition: Partition | None = field(default=None, compare=False)
     challenger_run: HeadRecord | None = field(default=None, compare=False)
     king_run: HeadRecord | None = field(default=None, compare=False)
-
-    @property
-    def delta(self) -> float | None:
-        if self.composite is None or self.king_composite is None:
-            return None
-        return self.composite - self.king_composite
 
     @property
     def key(self) -> tuple[str, int, int | None, str | None]:
@@ -179,22 +224,37 @@ class Result:
     def _all(self) -> dict[str, Any]:
         return {"format": FORMAT_VERSION, "miner": self.miner, "generation": self.generation,
                 "pr": self.pr, "head_sha": self.head_sha, "evaluated_at": self.evaluated_at,
-                "benchmark_manifest": self.benchmark_manifest, "outcome": self.outcome,
+                "benchmark_manifest": self.benchmark_manifest,
+                "partition_commitment": self.partition_commitment, "outcome": self.outcome,
                 "reason": self.reason, "composite": self.composite,
                 "king_composite": self.king_composite, "delta": self.delta,
+                "ci95": None if self.ci95 is None else list(self.ci95),
                 "per_benchmark": _scores_dict(self.per_benchmark),
-                "paired": None if self.paired is None else self.paired.to_dict(),
                 "live_cost_usd": self.live_cost_usd}
 
-    def public(self) -> dict[str, Any]:
-        """The disclosure rule: only the fields `PUBLIC_FIELDS` names for this outcome."""
+    def public(self, precision: float) -> dict[str, Any]:
+        """The disclosure rule: only the fields `PUBLIC_FIELDS` names for this outcome, with
+        what it rounds at `precision` (the rules' disclosure precision)."""
         full = self._all()
-        return {name: full[name] for name in PUBLIC_FIELDS.get(self.outcome, PUBLIC_FIELDS[REJECTED])}
+        public = {name: full[name]
+                  for name in PUBLIC_FIELDS.get(self.outcome, PUBLIC_FIELDS[REJECTED])}
+        if self.outcome in UNSCORED:
+            public.update(composite=None, delta=None)
+        if self.outcome == LOST:
+            public.update({name: disclosed(public[name], precision) for name in ROUNDED_IN_LOSS})
+        if public.get("per_benchmark"):
+            public["per_benchmark"] = {
+                bench: {**parts, **{name: disclosed(parts[name], precision)
+                                    for name in ROUNDED_IN_BREAKDOWN}}
+                for bench, parts in public["per_benchmark"].items()}
+        return public
 
-    def private(self) -> dict[str, Any]:
-        """Everything, both heads per item included; never leaves the evaluation runner."""
+    def private(self, precision: float) -> dict[str, Any]:
+        """Everything, both heads per item and the partition's seed included; never leaves the
+        evaluation runner."""
         full = self._all()
-        full.update(public=self.public(),
+        full.update(public=self.public(precision),
+                    partition=None if self.partition is None else self.partition.to_dict(),
                     challenger=None if self.challenger_run is None else self.challenger_run.to_dict(),
                     king=None if self.king_run is None else self.king_run.to_dict())
         return full
@@ -206,11 +266,13 @@ class Result:
                    pr=_int(data.get("pr")), head_sha=_str(data.get("head_sha")),
                    evaluated_at=str(data.get("evaluated_at")), outcome=str(data.get("outcome")),
                    benchmark_manifest=_str(data.get("benchmark_manifest")),
+                   partition_commitment=_str(data.get("partition_commitment")),
                    reason=_str(data.get("reason")), composite=_float(data.get("composite")),
                    king_composite=_float(data.get("king_composite")),
+                   delta=_float(data.get("delta")), ci95=_pair(data.get("ci95")),
                    per_benchmark=_scores(data.get("per_benchmark")),
-                   paired=Paired.from_dict(data.get("paired")),
                    live_cost_usd=_float(data.get("live_cost_usd")),
+                   partition=Partition.from_dict(data.get("partition")),
                    challenger_run=HeadRecord.from_dict(data.get("challenger")),
                    king_run=HeadRecord.from_dict(data.get("king")))
 
@@ -238,8 +300,7 @@ class King:
     composite: float | None
     per_benchmark: dict[str, BenchmarkScore]
     crowned_at: str
-    novelty: dict[str, float]
-    paired: Paired | None = None
+    ci95: tuple[float, float] | None = None
     previous: PreviousKing | None = None
 
     @property
@@ -247,13 +308,13 @@ class King:
         return (self.miner.lower(), self.generation, self.pr, self.head_sha)
 
     @classmethod
-    def crowned(cls, result: Result, previous: King | None) -> King:
-        per = result.per_benchmark or {}
+    def crowned(cls, public: dict[str, Any], previous: King | None) -> King:
+        """The king a crowning result's public record installs."""
+        result = Result.from_dict(public)
         return cls(miner=result.miner, generation=result.generation, pr=result.pr,
-                   head_sha=result.head_sha, composite=result.composite, per_benchmark=per,
-                   crowned_at=result.evaluated_at,
-                   novelty={bench: score.novelty for bench, score in per.items()},
-                   paired=result.paired,
+                   head_sha=result.head_sha, composite=result.composite,
+                   per_benchmark=result.per_benchmark or {}, crowned_at=result.evaluated_at,
+                   ci95=result.ci95,
                    previous=None if previous is None else PreviousKing(
                        previous.miner, previous.generation, result.king_composite))
 
@@ -261,21 +322,17 @@ class King:
         return {"miner": self.miner, "generation": self.generation, "pr": self.pr,
                 "head_sha": self.head_sha, "composite": self.composite,
                 "per_benchmark": _scores_dict(self.per_benchmark), "crowned_at": self.crowned_at,
-                "novelty": dict(self.novelty),
-                "paired": None if self.paired is None else self.paired.to_dict(),
+                "ci95": None if self.ci95 is None else list(self.ci95),
                 "previous": None if self.previous is None else self.previous.to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> King:
         previous = data.get("previous")
-        novelty = data.get("novelty") if isinstance(data.get("novelty"), dict) else {}
         return cls(miner=str(data.get("miner")), generation=_int(data.get("generation")) or 0,
                    pr=_int(data.get("pr")), head_sha=_str(data.get("head_sha")),
                    composite=_float(data.get("composite")),
                    per_benchmark=_scores(data.get("per_benchmark")) or {},
-                   crowned_at=str(data.get("crowned_at")),
-                   novelty={str(b): _float(v) for b, v in novelty.items()},
-                   paired=Paired.from_dict(data.get("paired")),
+                   crowned_at=str(data.get("crowned_at")), ci95=_pair(data.get("ci95")),
                    previous=PreviousKing(str(previous.get("miner")),
                                          _int(previous.get("generation")) or 0,
                                          _float(previous.get("composite")))
@@ -301,11 +358,12 @@ class Crowning:
         return (self.miner.lower(), self.generation, self.pr, self.head_sha)
 
     @classmethod
-    def of(cls, result: Result) -> Crowning:
+    def of(cls, public: dict[str, Any]) -> Crowning:
+        """The history entry of a crowning result's public record."""
+        result = Result.from_dict(public)
         return cls(miner=result.miner, generation=result.generation, pr=result.pr,
                    head_sha=result.head_sha, composite=result.composite,
-                   crowned_at=result.evaluated_at, delta=result.delta,
-                   ci95=None if result.paired is None else result.paired.ci95,
+                   crowned_at=result.evaluated_at, delta=result.delta, ci95=result.ci95,
                    scores={b: s.score for b, s in (result.per_benchmark or {}).items()})
 
     def to_dict(self) -> dict[str, Any]:

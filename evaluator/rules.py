@@ -19,10 +19,12 @@ FORMAT_VERSION = 1
 BENCHMARKS = ("math500", "mmlu", "livecodebench")
 ROLES = ("Thinker", "Worker", "Verifier")
 SVF_MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-# The sealed splits of a benchmark: eval and audit carry each pool model's cached answer.
-ANSWERED_SPLITS = ("eval", "audit")
-LIVE_SPLIT = "live"
-SPLITS = (*ANSWERED_SPLITS, LIVE_SPLIT)
+# A benchmark is sealed as two splits: the scored pool (each item with every pool model's
+# cached answer) and the live questions. Each evaluation partitions the pool afresh, with a
+# secret seed drawn on the runner, into the eval and audit halves.
+POOL_SPLIT, LIVE_SPLIT = "pool", "live"
+SPLITS = (POOL_SPLIT, LIVE_SPLIT)
+PARTITION = ("eval", "audit")
 
 WEIGHTS_FILE = "weights.safetensors"
 RECEIPT_FILE = "receipt.json"
@@ -117,10 +119,19 @@ class Competition:
     max_completion_tokens: int = 4096
     max_turns: int = 5
     transcript_output_chars: int = 6000
+    # retries stop this long after an evaluation's first live call: live play of both
+    # contenders takes under an hour at the token cap, and two hours keep the whole run far
+    # inside GitHub Actions' six-hour job limit
+    pool_retry_budget_seconds: float = 7200.0
+    # an evaluation is void when more than this share of a contender's live questions failed
+    # for infrastructure reasons: each one moves the composite by at most
+    # (weight_live + weight_efficiency) / live_size / len(benchmarks) ≈ 0.004, so the 3 of 60
+    # allowed stay well inside win_margin
+    void_failure_share: float = 0.05
     # hidden benchmark (SPEC §6)
     benchmarks: tuple[str, ...] = BENCHMARKS
     eval_size: int = 150
-    audit_size: int = 50
+    audit_size: int = 150
     live_size: int = 20
     # share of the non-hidden items published as train ids; the rest is withheld so the
     # hidden items are not simply the complement of the published ones
@@ -128,7 +139,9 @@ class Competition:
     # gates (SPEC §7)
     rate_limit_count: int = 1
     rate_limit_hours: int = 24
-    duplicate_cosine: float = 0.99
+    duplicate_cosine: float = 0.99  # of the model rows, against every earlier attempt
+    # share of the public train items whose turn-1 model the challenger picks as the king does
+    duplicate_agreement: float = 0.97
     max_abs_weight: float = 1e6
     receipt_min_fitness_entries: int = 3
     receipt_min_cost_usd: float = 0.0
@@ -148,6 +161,8 @@ class Competition:
     novelty_questions: int = 50
     novelty_without_king: float = 0.5
     bootstrap_resamples: int = 2000
+    # a loser's composite, delta and interval, a king's audit accuracy: published to this
+    disclosure_precision: float = 0.01
     # miner tool defaults (SPEC §12): not rules, but documented from here too
     train_sigma0: float = 0.1
     train_generations: int = 250
@@ -178,8 +193,18 @@ class Competition:
         return self.n_head_params + self.svf_scale_count
 
     @property
+    def pool_size(self) -> int:
+        return self.eval_size + self.audit_size
+
+    @property
     def split_sizes(self) -> dict[str, int]:
-        return {"eval": self.eval_size, "audit": self.audit_size, "live": self.live_size}
+        """Items per sealed split."""
+        return {POOL_SPLIT: self.pool_size, LIVE_SPLIT: self.live_size}
+
+    @property
+    def partition_sizes(self) -> dict[str, int]:
+        """Items per half of an evaluation's partition of the pool."""
+        return {"eval": self.eval_size, "audit": self.audit_size}
 
     @property
     def pool_names(self) -> tuple[str, ...]:
@@ -201,11 +226,12 @@ class Competition:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         data["pool"] = [dataclasses.asdict(m) for m in self.pool]
         data["benchmarks"] = list(self.benchmarks)
-        for name in ("n_models", "n_roles", "head_shape", "n_head_params", "n_params",
-                     "split_sizes", "pool_names", "train_popsize"):
+        for name in ("n_models", "n_roles", "head_shape", "n_head_params", "n_params", "pool_size",
+                     "split_sizes", "partition_sizes", "pool_names", "train_popsize"):
             value = getattr(self, name)
             data[name] = list(value) if isinstance(value, tuple) else value
         data.update(roles=list(ROLES), svf_matrices=list(SVF_MATRICES), splits=list(SPLITS),
+                    partition=list(PARTITION),
                     submission_files=list(SUBMISSION_FILES), weights_file=WEIGHTS_FILE,
                     receipt_file=RECEIPT_FILE, readme_file=README_FILE,
                     head_tensor=HEAD_TENSOR, scales_tensor=SCALES_TENSOR,

@@ -1,7 +1,9 @@
-"""The scoring formulas of SPEC §8: overfit gate, efficiency, novelty, composite, margin, bootstrap.
+"""The scoring formulas of SPEC §8: overfit gate, efficiency, novelty, composite, the crown.
 
 Pure functions of numbers and decisions, so the tables in tests/test_scoring.py pin them.
-Every threshold and weight is read from the `Competition` passed in.
+Every threshold and weight is read from the `Competition` passed in. The formulas accept
+numpy arrays as well as numbers, so the paired bootstrap scores thousands of resamples
+with exactly the arithmetic of the point estimate.
 """
 
 from __future__ import annotations
@@ -55,24 +57,32 @@ def accuracy(correct: Sequence[bool]) -> float:
     return float(np.mean(np.asarray(correct, dtype=float))) if len(correct) else 0.0
 
 
+def penalty(gap, rules: Competition):
+    """The overfit factor for a gap (cached − audit): the penalty factor above the penalty gap."""
+    return np.where(np.asarray(gap) > rules.overfit_penalty_gap + TOLERANCE,
+                    rules.overfit_penalty_factor, 1.0)
+
+
 def overfit(cached_acc: float, audit_acc: float, rules: Competition) -> Overfit:
     """gap > reject gap rejects; gap > penalty gap multiplies the score by the penalty factor."""
     gap = cached_acc - audit_acc
-    rejected = gap > rules.overfit_reject_gap + TOLERANCE
-    penalised = gap > rules.overfit_penalty_gap + TOLERANCE
-    return Overfit(gap=gap, penalty=rules.overfit_penalty_factor if penalised else 1.0,
-                   rejected=rejected)
+    return Overfit(gap=gap, penalty=float(penalty(gap, rules)),
+                   rejected=gap > rules.overfit_reject_gap + TOLERANCE)
 
 
-def efficiency(avg_turns: float, live_acc: float, rules: Competition) -> float:
+def efficiency(avg_turns, live_acc, rules: Competition):
     """max(0, (max_turns − avg_turns) / (max_turns − 1)) × live_acc."""
-    spare = (rules.max_turns - avg_turns) / (rules.max_turns - 1)
-    return max(0.0, spare) * live_acc
+    spare = (rules.max_turns - np.asarray(avg_turns)) / (rules.max_turns - 1)
+    return np.maximum(0.0, spare) * live_acc
 
 
 def novelty(decisions: Sequence[Decision], king_decisions: Sequence[Decision] | None,
             rules: Competition) -> float:
-    """Share of the first novelty_questions turn-1 decisions that differ from the king's."""
+    """Share of the first novelty_questions turn-1 decisions on which two heads differ.
+
+    Symmetric: the challenger and the re-scored king carry the same value, so it cancels
+    in their difference. Without a king, the rules' fixed value.
+    """
     if king_decisions is None:
         return rules.novelty_without_king
     n = min(rules.novelty_questions, len(decisions), len(king_decisions))
@@ -82,22 +92,21 @@ def novelty(decisions: Sequence[Decision], king_decisions: Sequence[Decision] | 
     return differ / n
 
 
-def bench_score(cached_acc: float, live_acc: float, eff: float, nov: float, penalty: float,
-                rules: Competition) -> float:
+def bench_score(cached_acc, live_acc, eff, nov, factor, rules: Competition):
     raw = (rules.weight_cached * cached_acc + rules.weight_live * live_acc
            + rules.weight_efficiency * eff + rules.weight_novelty * nov)
-    return raw * penalty
+    return raw * factor
 
 
 def score_benchmark(cached_acc: float, audit_acc: float, live_acc: float, avg_turns: float,
                     nov: float, rules: Competition) -> BenchmarkScore:
     """All components of one benchmark from the measured accuracies, turns and novelty."""
-    eff = efficiency(avg_turns, live_acc, rules)
-    penalty = overfit(cached_acc, audit_acc, rules).penalty
+    eff = float(efficiency(avg_turns, live_acc, rules))
+    factor = float(penalty(cached_acc - audit_acc, rules))
     return BenchmarkScore(cached_acc=cached_acc, audit_acc=audit_acc, live_acc=live_acc,
                           avg_turns=avg_turns, efficiency=eff, novelty=nov,
-                          overfit_penalty=penalty,
-                          score=bench_score(cached_acc, live_acc, eff, nov, penalty, rules))
+                          overfit_penalty=factor,
+                          score=float(bench_score(cached_acc, live_acc, eff, nov, factor, rules)))
 
 
 def composite(scores: Mapping[str, float], rules: Competition) -> float:
@@ -108,32 +117,74 @@ def composite(scores: Mapping[str, float], rules: Competition) -> float:
     return float(sum(scores[b] for b in rules.benchmarks) / len(rules.benchmarks))
 
 
-def crowns(challenger: float, king: float | None, rules: Competition) -> bool:
-    """composite ≥ king + win_margin takes the crown; with no king any passing head does."""
+def crowns(challenger: float, king: float | None, lower95: float | None,
+           rules: Competition) -> bool:
+    """With no king, any passing head. Otherwise the composite must beat the king's by the
+    margin, and the paired interval of the difference must lie above zero."""
     if king is None:
         return True
-    return challenger - king >= rules.win_margin - TOLERANCE
+    return (challenger - king >= rules.win_margin - TOLERANCE
+            and lower95 is not None and lower95 > TOLERANCE)
 
 
-def paired_bootstrap(challenger: Mapping[str, Sequence[bool]], king: Mapping[str, Sequence[bool]],
-                     rules: Competition,
-                     seed: int = BOOTSTRAP_SEED) -> tuple[float, tuple[float, float]]:
-    """Mean over benchmarks of (challenger − king) cached accuracy, with a 95% interval.
+# ---------------------------------------------------------------- the paired bootstrap
 
-    Items are resampled with replacement within each benchmark (a stratified, paired
-    bootstrap), so each benchmark keeps its equal weight as in the composite.
+@dataclass(frozen=True)
+class Measured:
+    """One head's per-item outcomes on one benchmark: what every component is computed from."""
+
+    eval_correct: np.ndarray
+    audit_correct: np.ndarray
+    live_correct: np.ndarray
+    live_turns: np.ndarray
+
+    @classmethod
+    def of(cls, eval_correct: Sequence[bool], audit_correct: Sequence[bool],
+           live_correct: Sequence[bool], live_turns: Sequence[float]) -> Measured:
+        return cls(*(np.asarray(v, dtype=float) for v in (eval_correct, audit_correct,
+                                                          live_correct, live_turns)))
+
+
+def _means(values: np.ndarray, picks: np.ndarray | None, empty: float) -> np.ndarray | float:
+    if values.size == 0:
+        return empty
+    return values[picks].mean(axis=-1) if picks is not None else values.mean()
+
+
+def _score(m: Measured, nov: float, picks: dict[str, np.ndarray | None], rules: Competition):
+    cached = _means(m.eval_correct, picks["eval"], 0.0)
+    audit = _means(m.audit_correct, picks["audit"], 0.0)
+    live = _means(m.live_correct, picks["live"], 0.0)
+    turns = _means(m.live_turns, picks["live"], float(rules.max_turns))
+    return bench_score(cached, live, efficiency(turns, live, rules), nov,
+                       penalty(cached - audit, rules), rules)
+
+
+def paired_interval(challenger: Mapping[str, Measured], king: Mapping[str, Measured],
+                    novelties: Mapping[str, float], rules: Competition,
+                    seed: int = BOOTSTRAP_SEED) -> tuple[float, tuple[float, float]]:
+    """(challenger − king) composite with a seeded, paired 95% bootstrap interval.
+
+    Within each benchmark the eval, audit and live items are resampled with replacement,
+    the same draws for both heads (paired), and every component is recomputed from them
+    (the overfit factor included), so the interval covers all that the composite scores.
+    Novelty is the same number for both heads and cancels.
     """
     rng = np.random.default_rng(seed)
-    deltas, samples = [], []
+    resamples = rules.bootstrap_resamples
+    delta, diffs = 0.0, np.zeros(resamples)
     for bench in rules.benchmarks:
-        diff = (np.asarray(challenger[bench], dtype=float)
-                - np.asarray(king[bench], dtype=float))
-        if diff.shape == (0,):
+        mine, theirs, nov = challenger[bench], king[bench], novelties[bench]
+        sizes = {"eval": mine.eval_correct.size, "audit": mine.audit_correct.size,
+                 "live": mine.live_correct.size}
+        if sizes["eval"] == 0:
             raise ValueError(f"no paired items for {bench}")
-        deltas.append(diff.mean())
-        picks = rng.integers(0, len(diff), size=(rules.bootstrap_resamples, len(diff)))
-        samples.append(diff[picks].mean(axis=1))
-    boot = np.mean(samples, axis=0)
+        none = dict.fromkeys(sizes)
+        delta += float(_score(mine, nov, none, rules) - _score(theirs, nov, none, rules))
+        picks = {part: rng.integers(0, n, (resamples, n)) if n else None
+                 for part, n in sizes.items()}
+        diffs += _score(mine, nov, picks, rules) - _score(theirs, nov, picks, rules)
+    n = len(rules.benchmarks)
     tail = (1.0 - CI_LEVEL) / 2 * 100
-    low, high = np.percentile(boot, [tail, 100 - tail])
-    return float(np.mean(deltas)), (float(low), float(high))
+    low, high = np.percentile(diffs / n, [tail, 100 - tail])
+    return delta / n, (float(low), float(high))

@@ -5,8 +5,11 @@ Layout, relative to the repository root:
     submissions/<login>/<generation>/            a miner's submission folder
     leaderboard/manifest.json                    the sealed benchmark's public manifest
     leaderboard/king.json, history.json          the reigning head and every crowning
+    leaderboard/fairness.json                    the fairness figures (`tinyrouter fairness`)
     leaderboard/attempts.jsonl                   every attempt that passed the rate-limit gate
-    leaderboard/results/<miner>/<generation>.json  one public result per evaluated submission
+    leaderboard/results/<miner>/<generation>.json  the decisive public result of a submission
+    leaderboard/results/<miner>/<generation>.<void|stale>.<time>.json  an evaluation that was
+                                                 void or stale (the submission is evaluated again)
 
 `Store` reads strictly by default: a file that is not JSON or breaks its JSON Schema is a
 `LeaderboardError` naming it. `Store(..., lenient=True)` is the site's display mode: files
@@ -28,8 +31,8 @@ import jsonschema
 import referencing
 
 from evaluator.errors import LeaderboardError
-from evaluator.files import append_line, dumps, try_parse_time, write_atomic
-from evaluator.records import Attempt, Crowning, King, Result
+from evaluator.files import append_line, dumps, parse_time, try_parse_time, write_atomic
+from evaluator.records import STALE, VOID, Attempt, Crowning, King, Result
 from evaluator.rules import FORMAT_VERSION, is_generation, is_name
 
 log = logging.getLogger(__name__)
@@ -41,7 +44,8 @@ ATTEMPTS_FILE, RESULTS_DIR = "attempts.jsonl", "results"
 MANIFEST_PATH = PurePosixPath(LEADERBOARD_DIR, MANIFEST_FILE)
 SCHEMA_FILES = {"result": "result.schema.json", "king": "king.schema.json",
                 "history": "history.schema.json", "attempt": "attempt.schema.json",
-                "manifest": "manifest.schema.json"}
+                "manifest": "manifest.schema.json", "fairness": "fairness.schema.json"}
+FAIRNESS_FILE = "fairness.json"
 
 
 def submission_path(login: str, generation: int | str) -> str:
@@ -140,8 +144,15 @@ class Store:
         except ValueError:
             return str(path)
 
-    def result_path(self, miner: str, generation: int) -> Path:
-        return self.root / RESULTS_DIR / miner / f"{generation}.json"
+    def result_path(self, miner: str, generation: int, outcome: str | None = None,
+                    evaluated_at: str | None = None) -> Path:
+        """Where a result lives. A void or stale evaluation gets a file of its own, named by
+        its time, so the later decisive result does not replace it."""
+        name = f"{generation}.json"
+        if outcome in (VOID, STALE):
+            moment = parse_time(str(evaluated_at))
+            name = f"{generation}.{outcome}.{moment.strftime('%Y%m%dT%H%M%SZ')}.json"
+        return self.root / RESULTS_DIR / miner / name
 
     def submission(self, login: str, generation: int | str) -> Path:
         return Path(self.repo) / submission_path(login, generation)
@@ -156,6 +167,10 @@ class Store:
     def manifest(self) -> dict[str, Any] | None:
         path = self.file(MANIFEST_FILE)
         return self._checked("manifest", read_json(path), path)
+
+    def fairness(self) -> dict[str, Any] | None:
+        path = self.file(FAIRNESS_FILE)
+        return self._checked("fairness", read_json(path), path)
 
     def manifest_hash(self) -> str | None:
         manifest = self.manifest()
@@ -195,6 +210,12 @@ class Store:
         return sorted(records, key=lambda r: (_sort_time(r.evaluated_at), r.miner,
                                               r.generation), reverse=True)
 
+    def refunded_heads(self) -> frozenset[str]:
+        """Head SHAs whose evaluation was void: their attempts do not count against the
+        rate limit (SPEC §8)."""
+        return frozenset(r.head_sha for r in self.results()
+                         if r.outcome == VOID and r.head_sha is not None)
+
     def submission_folders(self) -> list[Path]:
         """Every `submissions/<login>/<generation>` folder (real folders, valid names only)."""
         root = Path(self.repo) / SUBMISSIONS_DIR
@@ -222,8 +243,12 @@ class Store:
     # -------------------------------------------------------- writers
 
     def record_attempt(self, attempt: Attempt) -> bool:
-        """Append the attempt unless this PR already has one; returns whether a line was added."""
-        if attempt.pr is not None and any(a.pr == attempt.pr for a in self.attempts()):
+        """Append the attempt unless this head of this PR has one; whether a line was added.
+
+        One attempt per head: re-running the same head is free, a new head on the same PR
+        is a new attempt.
+        """
+        if any((a.pr, a.head_sha) == (attempt.pr, attempt.head_sha) for a in self.attempts()):
             return False
         try:
             append_line(self.file(ATTEMPTS_FILE), json.dumps(attempt.to_dict(), sort_keys=True))
@@ -231,9 +256,11 @@ class Store:
             raise LeaderboardError(f"cannot record the attempt in {ATTEMPTS_FILE}: {exc}") from exc
         return True
 
-    def write_result(self, result: Result) -> Path:
-        path = self.result_path(result.miner, result.generation)
-        write_atomic(path, dumps(result.public()))
+    def write_result(self, public: dict[str, Any]) -> Path:
+        """Write a public result record (already cut down by the disclosure rule)."""
+        path = self.result_path(str(public["miner"]), int(public["generation"]),
+                                public.get("outcome"), public.get("evaluated_at"))
+        write_atomic(path, dumps(public))
         return path
 
     def write_king(self, king: King | None) -> None:

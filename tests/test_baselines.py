@@ -180,24 +180,21 @@ def test_peer_data_ceiling_is_below_naive_and_near_best_single(bench):
 def test_baselines_from_a_sealed_benchmark(tmp_path, monkeypatch, capsys):
     from evaluator.benchmarks.sealing import KdfParams, seal_split, sealed_path
 
-    sizes = {"eval": 4, "audit": 2, "live": 1}
     flags = [(1, 0, 0), (1, 1, 0), (0, 0, 1), (0, 0, 0), (1, 1, 1), (0, 1, 0), (0, 0, 0)]
     rows = [answered(i, f) for i, f in enumerate(flags)]
-    start = 0
-    for split, size in sizes.items():
-        part = rows[start:start + size]
-        start += size
-        data = [r.to_dict() if split != "live" else r.item.to_dict() for r in part]
-        seal_split(sealed_path(tmp_path / "sealed", "math500", split), data, "math500", split,
-                   "pw", KdfParams(log2_n=10, r=1))
+    sealed = tmp_path / "sealed"
+    seal_split(sealed_path(sealed, "math500", "pool"), [r.to_dict() for r in rows[:6]],
+               "math500", "pool", "pw", KdfParams(log2_n=10, r=1))
+    seal_split(sealed_path(sealed, "math500", "live"), [rows[6].item.to_dict()],
+               "math500", "live", "pw", KdfParams(log2_n=10, r=1))
     rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps({f"{s}_size": n for s, n in sizes.items()}))
+    rules.write_text(json.dumps({"eval_size": 4, "audit_size": 2, "live_size": 1}))
     monkeypatch.setenv("BENCHMARK_PASSWORD", "pw")
     base = ["--competition", str(rules), "baseline"]
     source = ["--sealed", str(tmp_path / "sealed"), "--benchmarks", "math500"]
     assert main([*base, "always-model", "--model", POOL[0], *source]) == 0
     assert "math500        0.5000" in capsys.readouterr().out
-    assert main([*base, "oracle", *source, "--split", "audit"]) == 0
+    assert main([*base, "oracle", *source]) == 0
     assert "oracle (naive)" in capsys.readouterr().out
     monkeypatch.setenv("BENCHMARK_PASSWORD", "wrong")
     assert main([*base, "oracle", *source]) == 1

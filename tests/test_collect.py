@@ -9,8 +9,8 @@ import pytest
 
 from evaluator.benchmarks.mmlu import MMLU
 from evaluator.collect import answer_items, collect_training
-from evaluator.errors import PoolError
-from evaluator.pool.client import OpenRouterClient
+from evaluator.errors import InfrastructureError, OutOfCreditError, PoolError
+from evaluator.pool.client import OpenRouterClient, RetryPolicy
 from evaluator.pool.corpus import CorpusItem
 from evaluator.pool.ledger import Ledger, verify_ledger
 from evaluator.pool.simulator import Simulator, serve_simulator
@@ -48,9 +48,9 @@ def pool():
         yield sim, items, url
 
 
-def client_factory(url: str, ledger: Path | None = None):
+def client_factory(url: str, ledger: Path | None = None, **options):
     return lambda: OpenRouterClient(OFFICIAL, base_url=url,
-                                    ledger=Ledger(ledger) if ledger else None)
+                                    ledger=Ledger(ledger) if ledger else None, **options)
 
 
 def test_every_model_answers_every_item_graded_and_ledgered(pool, tmp_path):
@@ -84,6 +84,49 @@ def test_batches_arrive_in_order_and_a_failure_keeps_finished_ones(pool):
         answer_items(items, client_factory(url), OFFICIAL, benchmarks={"mmlu": MMLU()},
                      on_batch=on_batch, batch_items=5)
     assert [row.item for row in saved] == items[:5]
+
+
+# fault -> ledger lines among the 12 calls of 4 items: the call still makes a graded row
+ENDINGS = [
+    # a moderation block: nothing billed
+    ("403-moderation", 11),
+    # billed refusals and truncations
+    ("finish-content-filter", 12),
+    ("finish-length", 12),
+]
+
+
+@pytest.mark.parametrize(("fault", "lines"), ENDINGS)
+def test_a_refused_or_truncated_answer_is_a_graded_row(pool, tmp_path, fault, lines):
+    sim, items, url = pool
+    sim.inject(fault)
+    rows = answer_items(items[:4], client_factory(url, tmp_path / "ledger.jsonl"), OFFICIAL,
+                        benchmarks={"mmlu": MMLU()})
+    answers = [a for row in rows for a in row.answers.values()]
+    assert len(rows) == 4 and len(answers) == 12
+    blank = [a for a in answers if a.text == ""]  # content null, graded as returned
+    assert len(blank) == 1 and not blank[0].correct and blank[0].extracted is None
+    assert verify_ledger(tmp_path / "ledger.jsonl").entries == lines
+
+
+# fault, client options -> the error, once every call of the batch has finished
+BATCH_FAILURES = [
+    # a call failing for good after its retries (here: one attempt)
+    ("500", {"retry": RetryPolicy(attempts=1)}, InfrastructureError, "gave up after 1 attempts"),
+    # out of credit names the fix
+    ("402", {}, OutOfCreditError, "top up the key"),
+]
+
+
+@pytest.mark.parametrize(("fault", "options", "error", "message"), BATCH_FAILURES)
+def test_a_failed_call_fails_its_batch_after_every_call_finished(pool, fault, options, error,
+                                                                 message):
+    sim, items, url = pool
+    sim.inject(fault)
+    with pytest.raises(error, match=message):
+        answer_items(items[:4], client_factory(url, **options), OFFICIAL,
+                     benchmarks={"mmlu": MMLU()})
+    assert sim.requests == 3 * 4
 
 
 # Training data files ----------------------------------------------------------------------

@@ -1,22 +1,40 @@
+import base64
+import dataclasses
 import json
 import os
+import shutil
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
-from evaluator.gates import GATES, GateContext, parse_changes, routing_view, run_gates
+from evaluator.copies import DISGUISES, disguise, evading
+from evaluator.gates import (
+    GATES,
+    GateContext,
+    attempt_of,
+    decode_fingerprint,
+    encode_fingerprint,
+    fingerprint,
+    parse_changes,
+    run_gates,
+)
 from evaluator.records import Attempt
 from evaluator.rules import OFFICIAL
-from evaluator.submission import Submission
+from evaluator.store import Store
+from evaluator.submission import Submission, read_weights
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+HEAD = "a" * 40  # the head SHA the gates below run on
 
 
 def gates_for(repo, relpath="submissions/alice/1", author="alice", changes=None, pr=7,
               attempts=()):
     ctx = GateContext(author=author, now=NOW, rules=OFFICIAL, changes=changes, pr=pr,
-                      attempts=list(attempts))
+                      head_sha=HEAD, attempts=list(attempts),
+                      refunded=Store(repo).refunded_heads())
     return run_gates(Submission(repo, relpath, OFFICIAL), ctx)
 
 
@@ -131,9 +149,9 @@ def test_symlinked_folder_is_refused(repo, make_submission, tmp_path_factory):
 
 # ---------------------------------------------------------------- gate 1: rate limit
 
-def attempt(hours_ago, pr=1, miner="alice", generation=0):
+def attempt(hours_ago, pr=1, miner="alice", generation=0, head_sha="b" * 40):
     at = (NOW - timedelta(hours=hours_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return Attempt(miner, generation, pr, "a" * 40, at)
+    return Attempt(miner, generation, pr, head_sha, at)
 
 
 RATE_CASES = [
@@ -141,7 +159,9 @@ RATE_CASES = [
     ("yesterday's attempt, 25 h ago", [attempt(25)], True),
     ("second attempt inside 24 h", [attempt(3)], False),
     ("just inside the window", [attempt(23.99)], False),
-    ("same PR re-run does not count", [attempt(1, pr=7, generation=1)], True),
+    # one attempt per head: re-running the same head is free, a new head is a new attempt
+    ("same head re-run does not count", [attempt(1, pr=7, generation=1, head_sha=HEAD)], True),
+    ("a new head on the same PR counts", [attempt(1, pr=7, generation=1)], False),
     ("another miner's attempt", [attempt(1, miner="bob")], True),
     ("login differs only in case", [attempt(1, miner="ALICE")], False),
 ]
@@ -156,6 +176,18 @@ def test_rate_limit(repo, make_submission, case, attempts, passes):
     assert gate1.passed is passes
     if not passes:
         assert "next slot opens at" in gate1.reason
+
+
+def test_an_attempt_whose_evaluation_was_void_is_refunded(repo, make_submission):
+    make_submission(repo, "alice", 1)
+    spent = attempt(3, pr=6, generation=0, head_sha="e" * 40)
+    assert gates_for(repo, attempts=[spent]).results[1].passed is False
+    void = {"format": 1, "miner": "alice", "generation": 1, "pr": 6, "head_sha": "e" * 40,
+            "evaluated_at": "2026-11-29T09:00:00Z", "outcome": "void",
+            "reason": "void: the pool failed", "composite": None, "delta": None,
+            "benchmark_manifest": None, "partition_commitment": None}
+    Store(repo).write_result(void)
+    assert gates_for(repo, attempts=[spent]).results[1].passed is True
 
 
 # ---------------------------------------------------------------- gate 2: weights
@@ -201,42 +233,99 @@ def test_garbage_weights_fail_gate_2_not_with_a_traceback(repo, make_submission)
 
 # ---------------------------------------------------------------- gate 3: duplicates
 
-def transform(kind):
-    def apply(head):
-        h = head.astype(np.float64)
-        if kind == "exact":
-            return h
-        if kind == "shifted":  # the same vector added to every row of a group leaves softmax alone
-            return np.vstack([h[:3] + h[0], h[3:] - 2 * h[4]])
-        if kind == "rescaled":
-            return np.vstack([h[:3] * 7.5, h[3:] * 0.2])
-        if kind == "noised":
-            return h + np.random.default_rng(1).normal(0, 0.005, h.shape)
-        raise AssertionError(kind)
-    return apply
+def copy_of(kind, head, scales):
+    return disguise(kind, head, scales, OFFICIAL.n_models)
 
 
-@pytest.mark.parametrize("kind", ["exact", "shifted", "rescaled", "noised"])
-def test_copies_of_an_earlier_submission_are_caught(repo, make_submission, kind):
-    from evaluator.submission import read_weights
+COPIES = sorted(DISGUISES)
+
+
+@pytest.mark.parametrize("kind", COPIES)
+def test_copies_of_a_merged_submission_are_caught(repo, make_submission, kind):
     original = make_submission(repo, "bob", 1, seed=5)
-    head, scales = read_weights(original / "weights.safetensors", rules=OFFICIAL)
-    make_submission(repo, "alice", 1, head=transform(kind)(head).astype(np.float32), scales=scales)
+    head, scales = read_weights(original / "weights.safetensors", OFFICIAL)
+    head, scales = copy_of(kind, head, scales)
+    make_submission(repo, "alice", 1, head=head, scales=scales)
     report = gates_for(repo)
     assert report.failed.number == 3 and "submissions/bob/1" in report.failed.reason
 
 
+def recorded(repo, make_submission, login, seed, pr, passed=True, **receipt):
+    """An earlier attempt of another PR, recorded as the gates command records it."""
+    folder = make_submission(repo, login, 1, seed=seed, **receipt)
+    sub = Submission(repo, f"submissions/{login}/1", OFFICIAL)
+    ctx = GateContext(author=login, now=NOW, rules=OFFICIAL, pr=pr, head_sha=f"{pr:040x}")
+    report = run_gates(sub, ctx, GATES[2:])
+    attempt = dataclasses.replace(attempt_of(sub, report, ctx, 1), gates_passed=passed,
+                                  at="2026-11-27T12:00:00Z")  # outside the rate window
+    shutil.rmtree(folder)  # an open or closed PR: its folder never reached the base branch
+    return attempt
+
+
+@pytest.mark.parametrize("kind", COPIES)
+def test_copies_of_a_pending_attempt_are_caught(repo, make_submission, kind):
+    earlier = recorded(repo, make_submission, "bob", seed=5, pr=40)
+    head = np.frombuffer(base64.b64decode(earlier.fingerprint), "<f2").astype(np.float32)
+    original = np.vstack([head.reshape(3, -1), np.ones((3, OFFICIAL.hidden_size))])
+    head, scales = copy_of(kind, original, np.ones(OFFICIAL.svf_scale_count))
+    make_submission(repo, "alice", 1, head=head, scales=scales)
+    report = gates_for(repo, attempts=[earlier])
+    assert report.failed.number == 3 and "the attempt of PR #40 (bob" in report.failed.reason
+
+
+@pytest.mark.parametrize(("cosine", "caught"), [(0.995, True), (OFFICIAL.duplicate_cosine + 5e-4, True),
+                                                (0.985, False), (0.9, False)])
+def test_gate_3_draws_its_line_at_the_cosine_rule(repo, make_submission, cosine, caught):
+    original = make_submission(repo, "bob", 1, seed=5)
+    head, scales = read_weights(original / "weights.safetensors", OFFICIAL)
+    moved = evading(head, cosine, OFFICIAL.n_models)
+    assert float(fingerprint(moved, 3) @ fingerprint(head, 3)) == pytest.approx(cosine, abs=1e-6)
+    make_submission(repo, "alice", 1, head=moved, scales=scales)
+    report = gates_for(repo)
+    # past the line, a copy is left to the behavioural check during evaluation
+    assert (report.failed is not None and report.failed.number == 3) is caught
+
+
 def test_independent_heads_are_not_duplicates(repo, make_submission):
     make_submission(repo, "bob", 1, seed=5)
+    earlier = recorded(repo, make_submission, "carol", seed=7, pr=40)
     make_submission(repo, "alice", 1, seed=6)
-    assert gates_for(repo).passed
+    assert gates_for(repo, attempts=[earlier]).passed
 
 
-def test_routing_view_ignores_group_shift_and_scale():
+def test_the_same_pr_and_heads_that_failed_their_gates_are_not_compared(repo, make_submission):
+    earlier = recorded(repo, make_submission, "alice", seed=6, pr=7)  # this PR's older head
+    failed = recorded(repo, make_submission, "bob", seed=6, pr=41, passed=False)
+    make_submission(repo, "alice", 1, seed=6)
+    assert gates_for(repo, attempts=[earlier, failed]).passed
+
+
+@pytest.mark.parametrize(("fingerprint", "passed"), [
+    # an earlier attempt whose fingerprint cannot be read: the gate fails closed
+    (None, True),
+    ("not base64!", True),
+    (base64.b64encode(b"\x00" * 10).decode(), True),
+])
+def test_an_unreadable_fingerprint_fails_the_gate_closed(repo, make_submission, fingerprint,
+                                                         passed):
+    earlier = dataclasses.replace(recorded(repo, make_submission, "bob", seed=5, pr=40),
+                                  fingerprint=fingerprint, gates_passed=passed)
+    make_submission(repo, "alice", 1, seed=6)
+    report = gates_for(repo, attempts=[earlier])
+    assert report.failed.number == 3
+    assert "has no readable fingerprint" in report.failed.reason
+    assert "restore the file from git" in report.failed.reason
+
+
+def test_the_fingerprint_ignores_shift_and_scale_and_is_compact():
     head = np.random.default_rng(0).normal(size=(6, 16))
-    view = routing_view(head, 3)
+    view = fingerprint(head, 3)
     assert np.linalg.norm(view) == pytest.approx(1.0)
-    assert routing_view(transform("shifted")(head), 3) @ view == pytest.approx(1.0)
+    shifted = np.vstack([head[:3] * 3 + head[1], -head[3:]])
+    assert fingerprint(shifted, 3) @ view == pytest.approx(1.0)
+    rules = dataclasses.replace(OFFICIAL, hidden_size=16)
+    assert decode_fingerprint(encode_fingerprint(view), rules) @ view == pytest.approx(1.0, abs=1e-3)
+    assert len(encode_fingerprint(fingerprint(np.ones(OFFICIAL.head_shape), 3))) < 9000
 
 
 # ---------------------------------------------------------------- gate 4: receipt

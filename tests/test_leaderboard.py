@@ -9,9 +9,15 @@ import pytest
 
 from evaluator.errors import LeaderboardError
 from evaluator.files import dumps
-from evaluator.leaderboard import apply_result, check_result, seed_king, validate_state
+from evaluator.leaderboard import (
+    apply_result,
+    check_private,
+    check_result,
+    seed_king,
+    validate_state,
+)
 from evaluator.records import Attempt
-from evaluator.rules import NAME_RE, OFFICIAL
+from evaluator.rules import NAME_RE, OFFICIAL, SPLITS
 from evaluator.store import SCHEMA_FILES, Store, schema, validate
 
 BENCHES = OFFICIAL.benchmarks
@@ -22,28 +28,37 @@ def components(score):
             "efficiency": 0.525, "novelty": 0.5, "overfit_penalty": 1.0, "score": score}
 
 
-def crowned(miner="alice", generation=1, pr=12, composite=0.6, king=None, sha="a"):
+COMMITMENT = "9" * 64
+
+
+def crowned(miner="alice", generation=1, pr=12, composite=0.6, king=None, sha="a", low=0.01):
     return {"format": 1, "miner": miner, "generation": generation, "pr": pr,
             "head_sha": sha * 40, "evaluated_at": f"2026-11-{10 + generation:02d}T12:00:00Z",
             "outcome": "king", "composite": composite, "king_composite": king,
             "delta": None if king is None else composite - king, "reason": None,
+            "ci95": None if king is None else [low, 0.05],
             "per_benchmark": {b: components(composite) for b in BENCHES},
-            "paired": None if king is None else {"delta_cached": 0.03, "ci95": [0.01, 0.05]},
-            "live_cost_usd": 0.41, "benchmark_manifest": "f" * 64}
+            "live_cost_usd": 0.41, "benchmark_manifest": "f" * 64,
+            "partition_commitment": COMMITMENT}
 
 
-def lost(miner="bob", generation=1, pr=13, composite=0.5, king=0.6):
+def lost(miner="bob", generation=1, pr=13, composite=0.5, delta=-0.1, low=-0.15):
     return {"format": 1, "miner": miner, "generation": generation, "pr": pr,
             "head_sha": "b" * 40, "evaluated_at": "2026-11-20T12:00:00Z", "outcome": "lost",
-            "composite": composite, "king_composite": king, "delta": composite - king,
-            "benchmark_manifest": "f" * 64}
+            "composite": composite, "delta": delta, "ci95": [low, delta + 0.05],
+            "benchmark_manifest": "f" * 64, "partition_commitment": COMMITMENT}
 
 
 def rejected(miner="carol", generation=1, pr=14, reason="gate 5 (overfit): on mmlu …"):
     return {"format": 1, "miner": miner, "generation": generation, "pr": pr,
             "head_sha": "c" * 40, "evaluated_at": "2026-11-20T12:00:00Z",
-            "outcome": "rejected", "reason": reason, "composite": None, "king_composite": None,
-            "delta": None, "benchmark_manifest": None}
+            "outcome": "rejected", "reason": reason, "composite": None, "delta": None,
+            "benchmark_manifest": None, "partition_commitment": None}
+
+
+def unscored(outcome, at="2026-11-20T12:00:00Z", sha="d", reason="void: the pool failed"):
+    return {**rejected(miner="dave", pr=15, reason=reason), "outcome": outcome,
+            "head_sha": sha * 40, "evaluated_at": at}
 
 
 def snapshot(repo):
@@ -65,7 +80,7 @@ def test_schema_name_pattern_is_the_rules_pattern():
 
 
 @pytest.mark.parametrize("record", [crowned(), crowned(king=0.58, composite=0.6), lost(),
-                                    rejected()])
+                                    rejected(), unscored("void"), unscored("stale")])
 def test_records_of_every_outcome_validate(record):
     check_result(record, rules=OFFICIAL)
 
@@ -75,11 +90,12 @@ def _without(record, key):
 
 
 BAD_RESULTS = [
-    # a loss must not disclose components, a paired interval or a reason
+    # a loss must not disclose components, the king's composite or a reason
     ("loss with breakdown", {**lost(), "per_benchmark": crowned()["per_benchmark"]},
      "per_benchmark"),
-    ("loss with paired", {**lost(), "paired": {"delta_cached": 0.0, "ci95": [0, 0]}}, "paired"),
+    ("loss with the king's composite", {**lost(), "king_composite": 0.6}, "king_composite"),
     ("loss with reason", {**lost(), "reason": None}, "reason"),
+    ("loss without interval", _without(lost(), "ci95"), "ci95"),
     # a rejection has no score
     ("rejection with composite", {**rejected(), "composite": 0.5}, "composite"),
     ("rejection without reason", _without(rejected(), "reason"), "reason"),
@@ -106,15 +122,19 @@ def test_schema_rejects(case, record, mentions):
     (crowned(composite=0.71, king=0.69), True),
     (crowned(composite=0.12, king=0.10), True),
     (crowned(composite=0.70999, king=0.69), False),
-    # a loss that in fact beat the margin
-    (lost(composite=0.62, king=0.6), False),
-    (lost(composite=0.61999, king=0.6), True),
+    # the margin met but an interval reaching zero is no crown
+    (crowned(composite=0.8, king=0.69, low=0.0), False),
+    # a loss that in fact beat the margin with an interval above zero, even rounded
+    (lost(composite=0.62, delta=0.04, low=0.02), False),
+    # rounded to the disclosure precision, a loss may show the margin or a zero bound
+    (lost(composite=0.62, delta=0.02, low=0.01), True),
+    (lost(composite=0.62, delta=0.05, low=0.0), True),
 ])
 def test_outcome_must_match_the_margin(record, ok):
     if ok:
         check_result(record, rules=OFFICIAL)
     else:
-        with pytest.raises(LeaderboardError, match="margin"):
+        with pytest.raises(LeaderboardError, match=r"margin|crown the head"):
             check_result(record, rules=OFFICIAL)
 
 
@@ -142,7 +162,7 @@ def test_first_king_writes_king_history_and_result(repo):
                                        "leaderboard/results/alice/1.json"]
     king = Store(repo).king()
     assert (king.miner, king.pr, king.previous) == ("alice", 12, None)
-    assert king.novelty == {b: 0.5 for b in BENCHES}
+    assert king.ci95 is None  # the first king beat no one
     assert king.crowned_at == "2026-11-11T12:00:00Z"
     assert [k.miner for k in Store(repo).history()] == ["alice"]
     assert validate_state(repo, rules=OFFICIAL) == 3
@@ -174,7 +194,7 @@ def test_loss_and_rejection_leave_the_king_alone(repo, record):
 @pytest.mark.parametrize("record", [crowned(), lost(), rejected(),
                                     crowned("bob", 1, pr=20, composite=0.7, king=0.61)])
 def test_apply_twice_changes_nothing(repo, record):
-    if record["king_composite"] is not None:
+    if record.get("king_composite", 0.6) is not None:
         apply_result(repo, crowned("zed", 1, pr=2, composite=0.6, sha="e"), rules=OFFICIAL)
     apply_result(repo, record, rules=OFFICIAL)
     before = snapshot(repo)
@@ -193,6 +213,21 @@ def test_another_commit_cannot_overwrite_a_result(repo):
     apply_result(repo, lost(), rules=OFFICIAL)
     with pytest.raises(LeaderboardError, match="cannot replace"):
         apply_result(repo, {**lost(), "head_sha": "9" * 40}, rules=OFFICIAL)
+
+
+def test_void_and_stale_evaluations_keep_their_own_files_beside_the_decisive_one(repo):
+    store = Store(repo)
+    for record in (unscored("void"), unscored("stale", at="2026-11-21T08:30:00Z"),
+                   {**lost(miner="dave", pr=15), "head_sha": "d" * 40}):
+        apply_result(repo, record, OFFICIAL)
+        before = snapshot(repo)
+        assert apply_result(repo, record, OFFICIAL).changed == []  # idempotent
+        assert snapshot(repo) == before
+    names = sorted(p.name for p in (repo / "leaderboard/results/dave").iterdir())
+    assert names == ["1.json", "1.stale.20261121T083000Z.json", "1.void.20261120T120000Z.json"]
+    assert {r.outcome for r in store.results()} == {"void", "stale", "lost"}
+    assert store.refunded_heads() == {"d" * 40}
+    assert validate_state(repo, OFFICIAL) == 3
 
 
 def test_an_interrupted_apply_finishes_without_duplicates(repo):
@@ -284,7 +319,8 @@ def test_validate_state_catches_tampering(repo, tamper, message):
 
 
 def test_attempt_lines_follow_the_attempt_schema(repo):
-    Store(repo).record_attempt(Attempt("alice", 1, 12, "a" * 40, "2026-11-20T12:00:00Z"))
+    Store(repo).record_attempt(Attempt("alice", 1, 12, "a" * 40, "2026-11-20T12:00:00Z",
+                                       "b" * 64, "AAAA", True, None))
     validate("attempt", json.loads((repo / "leaderboard/attempts.jsonl").read_text()))
     assert validate_state(repo, rules=OFFICIAL) == 1
 
@@ -308,3 +344,48 @@ def test_rules_of_another_competition_apply(repo):
     apply_result(repo, crowned(), rules=OFFICIAL)
     with pytest.raises(LeaderboardError, match="margin"):
         apply_result(repo, crowned("bob", 1, pr=20, composite=0.7, king=0.61, sha="d"), wide)
+
+
+def test_split_names_in_the_manifest_schema_are_the_rules():
+    names = schema("manifest")["properties"]["benchmarks"]["additionalProperties"]["properties"][
+        "splits"]["propertyNames"]["enum"]
+    assert names == list(SPLITS)
+
+
+def evaluated():
+    """A public result and its private record, as `tinyrouter evaluate` writes them."""
+    from evaluator.records import Partition, Result
+
+    drawn = Partition(seed="5e" * 32, salt="a1" * 16)
+    record = Result.from_dict({**crowned(), "partition_commitment": drawn.commitment})
+    record = dataclasses.replace(record, partition=drawn)
+    precision = OFFICIAL.disclosure_precision
+    return record.public(precision), record.private(precision)
+
+
+@pytest.mark.parametrize(("tamper", "message"), [
+    # the seed or the commitment replaced: the result does not follow from its seed
+    (lambda pub, priv: priv["partition"].update(seed="00" * 32), "partition seed"),
+    (lambda pub, priv: pub.update(partition_commitment="0" * 64), r"another evaluation|seed"),
+    # a private record of another evaluation
+    (lambda pub, priv: priv["public"].update(pr=99), "another evaluation"),
+])
+def test_a_result_must_match_its_private_record(repo, tamper, message):
+    public, private = evaluated()
+    check_private(public, private, OFFICIAL)
+    tamper(public, private)
+    with pytest.raises(LeaderboardError, match=message):
+        check_private(public, private, OFFICIAL)
+
+
+def test_apply_with_the_private_record_refuses_a_mismatch(repo, tmp_path, capsys):
+    from evaluator.cli import main
+
+    public, private = evaluated()
+    private["partition"]["salt"] = "ff" * 16
+    (tmp_path / "r.json").write_text(json.dumps(public))
+    (tmp_path / "p.json").write_text(json.dumps(private))
+    assert main(["leaderboard", "apply", str(tmp_path / "r.json"), "--private",
+                 str(tmp_path / "p.json"), "--repo", str(repo)]) == 1
+    assert "partition seed does not match" in capsys.readouterr().err
+    assert not (repo / "leaderboard" / "king.json").exists()

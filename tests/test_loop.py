@@ -8,11 +8,17 @@ import re
 
 import pytest
 
-from evaluator.errors import TinyRouterError
+from evaluator.errors import InfrastructureError, OutOfCreditError, PoolError, TinyRouterError
 from evaluator.loop import (
+    ANSWERED,
+    FAILED,
+    REFUSED,
     ROLE_CONTRACTS,
+    TRUNCATED,
+    LiveOutcome,
     Turn,
     coordinator_transcript,
+    failure_share,
     find_verdict,
     model_messages,
     one_by_one,
@@ -23,7 +29,8 @@ from evaluator.loop import (
     truncate_output,
     worker_messages,
 )
-from evaluator.pool.client import Completion
+from evaluator.loop import play as play_items
+from evaluator.pool.client import CONTENT_FILTER, LENGTH, Completion
 from evaluator.rules import OFFICIAL
 from evaluator.types import Decision, Item
 
@@ -38,6 +45,10 @@ class Boxed:
     def extract(self, response: str) -> str | None:
         found = re.findall(r"\\boxed\{([^{}]*)\}", response)
         return found[-1] if found else None
+
+    def grade_many(self, pairs):
+        return [dataclasses.make_dataclass("Grade", ["correct"])(self.extract(r) == ref)
+                for r, ref in pairs]
 
 
 BENCH = Boxed()
@@ -286,3 +297,110 @@ def test_run_sessions_batches_one_policy_call_per_turn():
 def test_one_by_one_adapts_a_one_transcript_policy():
     policy = one_by_one(lambda text: Decision(GEMINI, "Worker"))
     assert policy(["a", "b"]) == [Decision(GEMINI, "Worker")] * 2
+
+
+# isolation: one item's ending never touches another's ---------------------------------------
+
+
+def items(n: int = 3) -> list[Item]:
+    return [dataclasses.replace(ITEM, id=f"q{i}", prompt=f"What is {i} + {i}?", reference=str(2 * i))
+            for i in range(n)]
+
+
+class FaultyPool(ScriptedPool):
+    """Answers every item right, except that the call to `target` at `turn` ends with `fault`:
+    a finish_reason (the call returns so) or an exception (the call raises it)."""
+
+    def __init__(self, target: str, turn: int, fault):
+        super().__init__(POOL_REPLIES)
+        self.target, self.turn, self.fault = target, turn, fault
+
+    async def chat(self, model: str, messages: list[dict]) -> Completion:
+        await asyncio.sleep(0)  # let the other items' calls of the turn start
+        user = messages[1]["content"]
+        i = int(re.search(r"What is (\d+)", user).group(1))
+        turn = user.count("\n[Turn ") + 1
+        self.calls.append((model, messages))
+        text = (f"{i} + {i} = \\boxed{{{2 * i}}}" if messages[0]["content"] == ROLE_CONTRACTS["Worker"]
+                else "Fine.\nVERDICT: ACCEPT")
+        if f"What is {self.target} " in user and turn == self.turn:
+            if isinstance(self.fault, Exception):
+                raise self.fault
+            return Completion("" if self.fault == LENGTH else text, 10, 4096, 0.5, "r",
+                              finish_reason=self.fault)
+        return Completion(text, 10, 5, 0.5, "r")
+
+
+FAILED_CALL = InfrastructureError(f"{QWEN}: gave up after 6 attempts; last failure: HTTP 500",
+                                  cost_usd=0.25)
+
+# (the faulty item's call, its turn) -> its status, correct, turns, stop, cost
+ISOLATION = [
+    # a refusal ends the session, graded wrong, billed turns kept
+    (CONTENT_FILTER, 1, REFUSED, False, 1, "refused", 0.5),
+    (CONTENT_FILTER, 2, REFUSED, False, 2, "refused", 1.0),
+    # a truncated Worker answer ("": reasoning used the budget) is kept as returned
+    (LENGTH, 1, TRUNCATED, False, 2, "accept", 1.0),
+    # a call that failed for good ends the session as failed, wrong even with an answer
+    (FAILED_CALL, 1, FAILED, False, 0, "failed", 0.25),
+    (FAILED_CALL, 2, FAILED, False, 1, "failed", 0.75),
+]
+
+
+@pytest.mark.parametrize(("fault", "turn", "status", "correct", "n_turns", "stop", "cost"),
+                         ISOLATION)
+def test_one_items_ending_leaves_the_others_answered(fault, turn, status, correct, n_turns,
+                                                     stop, cost):
+    pool = FaultyPool("1", turn, fault)
+    policy = scripted_policy((QWEN, "Worker"), (GEMINI, "Verifier"))
+    outcomes = asyncio.run(play_items(items(), BENCH, policy, pool, OFFICIAL))
+    assert [o.item_id for o in outcomes] == ["q0", "q1", "q2"]
+    hit = outcomes[1]
+    assert (hit.status, hit.correct, hit.n_turns) == (status, correct, n_turns)
+    assert hit.cost_usd == pytest.approx(cost)
+    assert hit.reason == (str(fault) if status == FAILED else None)
+    for other in (outcomes[0], outcomes[2]):
+        assert (other.status, other.correct, other.n_turns) == (ANSWERED, True, 2)
+    trajectories = asyncio.run(run_sessions(items(), BENCH, scripted_policy(
+        (QWEN, "Worker"), (GEMINI, "Verifier")), FaultyPool("1", turn, fault), OFFICIAL))
+    assert trajectories[1].stop == stop
+    assert trajectories[1].to_dict()["status"] == status
+
+
+FATAL_ERRORS = [
+    # the key cannot pay: the evaluation ends
+    OutOfCreditError(f"{QWEN}: HTTP 402: the account is out of credit: top up the key"),
+    # the pool is misconfigured for every call
+    PoolError(f"{QWEN}: HTTP 401: the API key was refused"),
+]
+
+
+@pytest.mark.parametrize("error", FATAL_ERRORS)
+def test_a_fatal_error_ends_the_run_after_the_turns_calls_finish(error):
+    pool = FaultyPool("0", 1, error)
+    with pytest.raises(type(error), match="HTTP 40"):
+        asyncio.run(play_items(items(), BENCH, scripted_policy((QWEN, "Worker")), pool, OFFICIAL))
+    assert len(pool.calls) == 3  # the other items' first calls still ran (and were ledgered)
+
+
+def outcome(status: str) -> LiveOutcome:
+    return LiveOutcome(item_id="q", correct=False, n_turns=1, cost_usd=0.0, status=status)
+
+
+FAILURE_SHARES = [
+    # nothing played
+    ([], 0.0),
+    # only infrastructure failures count; refusals and truncations are the pool's answers
+    ([ANSWERED, REFUSED, TRUNCATED], 0.0),
+    ([FAILED, ANSWERED, ANSWERED, ANSWERED], 0.25),
+    ([FAILED] * 3, 1.0),
+]
+
+
+@pytest.mark.parametrize(("statuses", "share"), FAILURE_SHARES)
+def test_failure_share(statuses, share):
+    assert failure_share([outcome(s) for s in statuses]) == pytest.approx(share)
+
+
+def test_the_void_threshold_is_a_rule_between_none_and_all():
+    assert 0 < OFFICIAL.void_failure_share < 1

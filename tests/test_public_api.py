@@ -12,8 +12,8 @@ PUBLIC = [
 ]
 
 COMMANDS = [
-    "baseline", "bench", "bench-sandbox", "bench-training", "collect", "demo", "encoder",
-    "evaluate", "gates", "gh", "grade", "leaderboard", "ledger", "pack", "pool", "preflight",
+    "baseline", "bench", "bench-agreement", "bench-sandbox", "bench-training", "collect", "demo",
+    "encoder", "evaluate", "fairness", "gates", "gh", "grade", "leaderboard", "ledger", "pack", "pool", "preflight",
     "reveal", "seal", "site", "train", "verify-benchmark",
 ]
 

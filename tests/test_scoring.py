@@ -2,17 +2,19 @@
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from evaluator.rules import OFFICIAL
 from evaluator.scoring import (
+    Measured,
     bench_score,
     composite,
     crowns,
     efficiency,
     novelty,
     overfit,
-    paired_bootstrap,
+    paired_interval,
     score_benchmark,
 )
 from evaluator.types import Decision
@@ -109,43 +111,78 @@ def test_composite_is_the_mean_over_the_benchmarks():
         composite({"a": 0.5}, TWO)
 
 
-@pytest.mark.parametrize(("challenger", "king", "crowned"), [
+@pytest.mark.parametrize(("challenger", "king", "lower", "crowned"), [
     # no king: any passing head takes the crown
-    (0.1, None, True),
+    (0.1, None, None, True),
     # exactly the margin crowns, even where float subtraction falls short of it
-    (0.71, 0.69, True),
-    (0.12, 0.10, True),
-    (0.3, 0.28, True),
+    (0.71, 0.69, 0.01, True),
+    (0.12, 0.10, 0.01, True),
+    (0.3, 0.28, 0.001, True),
     # a hair under the margin, a tie, a loss
-    (0.70999, 0.69, False),
-    (0.69, 0.69, False),
-    (0.5, 0.69, False),
+    (0.70999, 0.69, 0.01, False),
+    (0.69, 0.69, 0.01, False),
+    (0.5, 0.69, 0.01, False),
+    # the margin met but the interval reaches zero or below: no evidence, no crown
+    (0.75, 0.69, 0.0, False),
+    (0.75, 0.69, -0.02, False),
+    (0.75, 0.69, None, False),
 ])
-def test_margin(challenger, king, crowned):
-    assert crowns(challenger, king, OFFICIAL) is crowned
+def test_margin_and_interval(challenger, king, lower, crowned):
+    assert crowns(challenger, king, lower, OFFICIAL) is crowned
 
 
 def test_margin_reads_the_rule():
-    assert crowns(0.75, 0.69, dataclasses.replace(OFFICIAL, win_margin=0.05))
-    assert not crowns(0.73, 0.69, dataclasses.replace(OFFICIAL, win_margin=0.05))
+    wide = dataclasses.replace(OFFICIAL, win_margin=0.05)
+    assert crowns(0.75, 0.69, 0.01, wide)
+    assert not crowns(0.73, 0.69, 0.01, wide)
 
 
-def test_paired_bootstrap_hand_values_and_determinism():
-    mine = {"a": [1, 1, 0, 0], "b": [1, 1, 1, 1]}
-    king = {"a": [1, 0, 0, 0], "b": [1, 1, 1, 0]}
-    delta, (low, high) = paired_bootstrap(mine, king, TWO)
-    assert delta == pytest.approx((0.25 + 0.25) / 2)
+def measured(eval_correct, audit=None, live=None, turns=None):
+    audit = eval_correct if audit is None else audit
+    live = [] if live is None else live
+    return Measured.of(eval_correct, audit, live, turns if turns is not None else [2] * len(live))
+
+
+def composite_of(m, nov, rules):
+    score = score_benchmark(float(np.mean(m.eval_correct)), float(np.mean(m.audit_correct)),
+                            float(np.mean(m.live_correct)) if m.live_correct.size else 0.0,
+                            float(np.mean(m.live_turns)) if m.live_turns.size else rules.max_turns,
+                            nov, rules)
+    return score.score
+
+
+def test_the_interval_covers_every_component_and_its_delta_is_the_composites():
+    rng = np.random.default_rng(3)
+    mine = {b: measured(rng.integers(0, 2, 40), rng.integers(0, 2, 40), rng.integers(0, 2, 10),
+                        rng.integers(1, 6, 10)) for b in ("a", "b")}
+    king = {b: measured(rng.integers(0, 2, 40), rng.integers(0, 2, 40), rng.integers(0, 2, 10),
+                        rng.integers(1, 6, 10)) for b in ("a", "b")}
+    nov = {"a": 0.3, "b": 0.6}
+    delta, (low, high) = paired_interval(mine, king, nov, TWO)
+    expected = np.mean([composite_of(mine[b], nov[b], TWO) - composite_of(king[b], nov[b], TWO)
+                        for b in ("a", "b")])
+    assert delta == pytest.approx(expected)
     assert low <= delta <= high
-    assert low >= 0.0 and high <= 0.5  # each item's difference is 0 or +1
-    assert paired_bootstrap(mine, king, TWO) == (delta, (low, high))
+    assert paired_interval(mine, king, nov, TWO) == (delta, (low, high))  # seeded
 
 
 @pytest.mark.parametrize(("mine", "king", "expected"), [
     # identical heads: no difference, no spread
     ([1, 0, 1], [1, 0, 1], (0.0, (0.0, 0.0))),
-    # the challenger always right where the king is always wrong
-    ([1, 1, 1], [0, 0, 0], (1.0, (1.0, 1.0))),
-    ([0, 0], [1, 1], (-1.0, (-1.0, -1.0))),
+    # the challenger always right where the king is always wrong: 0.7 of cached accuracy
+    ([1, 1, 1], [0, 0, 0], (0.7, (0.7, 0.7))),
+    ([0, 0], [1, 1], (-0.7, (-0.7, -0.7))),
 ])
-def test_paired_bootstrap_degenerate(mine, king, expected):
-    assert paired_bootstrap({"a": mine, "b": mine}, {"a": king, "b": king}, TWO) == expected
+def test_the_interval_of_degenerate_heads(mine, king, expected):
+    delta, (low, high) = paired_interval({"a": measured(mine), "b": measured(mine)},
+                                         {"a": measured(king), "b": measured(king)},
+                                         {"a": 0.5, "b": 0.5}, TWO)
+    assert (delta, low, high) == pytest.approx((expected[0], *expected[1]))
+
+
+def test_the_audit_half_moves_the_interval():
+    """The same cached answers; the king's audit half gives it the overfit penalty."""
+    fair = {b: measured([1] * 30 + [0] * 10, [1] * 40) for b in ("a", "b")}
+    penalised = {b: measured([1] * 30 + [0] * 10, [1] * 5 + [0] * 35) for b in ("a", "b")}
+    delta, (low, _) = paired_interval(fair, penalised, {"a": 0.5, "b": 0.5}, TWO)
+    assert delta > 0 and low > 0

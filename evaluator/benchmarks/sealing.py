@@ -30,8 +30,8 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 from evaluator.baselines import from_answered
 from evaluator.benchmarks.splits import draw_splits
 from evaluator.errors import BenchmarkError
-from evaluator.files import canonical_json, format_time, utc_now, write_json
-from evaluator.rules import ANSWERED_SPLITS, FORMAT_VERSION, SPLITS, Competition
+from evaluator.files import canonical_json, format_time, utc_now, write_atomic, write_json
+from evaluator.rules import FORMAT_VERSION, LIVE_SPLIT, POOL_SPLIT, SPLITS, Competition
 from evaluator.types import AnsweredItem, Item
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,40 @@ def password_from_env() -> str:
 
 def sealed_path(directory: str | Path, benchmark: str, split: str) -> Path:
     return Path(directory) / f"{benchmark}.{split}{SEALED_SUFFIX}"
+
+
+# The public train items beside the sealed files, in the clear: the runner compares two heads'
+# routing on them (the behavioural duplicate check) without fetching the dataset again.
+TRAIN_SUFFIX = ".train.jsonl"
+
+
+def train_path(directory: str | Path, benchmark: str) -> Path:
+    return Path(directory) / f"{benchmark}{TRAIN_SUFFIX}"
+
+
+def write_train_items(directory: str | Path, benchmark: str, items: Sequence[Item]) -> None:
+    write_atomic(train_path(directory, benchmark),
+                 "".join(canonical_json(item.to_dict()) + "\n" for item in items))
+
+
+def open_train_items(directory: str | Path, manifest: Mapping[str, Any],
+                     rules: Competition) -> dict[str, list[Item]]:
+    """Each benchmark's public train items, checked against the manifest's train ids."""
+    found = {}
+    for benchmark in rules.benchmarks:
+        path = train_path(directory, benchmark)
+        try:
+            items = [Item.from_dict(json.loads(line))
+                     for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise BenchmarkError(f"cannot read the public train items {path.name}: {exc}; "
+                                 f"seal the benchmark again") from exc
+        listed = (manifest.get("benchmarks", {}).get(benchmark) or {}).get("train_ids")
+        if [item.id for item in items] != listed:
+            raise BenchmarkError(f"{path.name} does not hold the manifest's {benchmark} train "
+                                 "ids: the file is from another seal")
+        found[benchmark] = items
+    return found
 
 
 def _key(password: str, salt: bytes, kdf: KdfParams) -> bytes:
@@ -184,7 +218,7 @@ def _parse_rows(benchmark: str, split: str, sealed: SealedSplit,
         raise BenchmarkError(f"{where} holds {len(sealed.rows)} items; the rules want "
                              f"{rules.split_sizes[split]}")
     try:
-        if split in ANSWERED_SPLITS:
+        if split == POOL_SPLIT:
             parsed = [AnsweredItem.from_dict(row) for row in sealed.rows]
             items = [row.item for row in parsed]
         else:
@@ -193,7 +227,7 @@ def _parse_rows(benchmark: str, split: str, sealed: SealedSplit,
         raise BenchmarkError(f"{where} has a malformed row ({exc})") from exc
     if any(item.benchmark != benchmark for item in items):
         raise BenchmarkError(f"{where} contains items of another benchmark")
-    for row in parsed if split in ANSWERED_SPLITS else ():
+    for row in parsed if split == POOL_SPLIT else ():
         missing = [m for m in rules.pool_names if m not in row.answers]
         if missing:
             raise BenchmarkError(f"{where}: item {row.item.id} has no cached answer from "
@@ -226,21 +260,29 @@ def _open_all(directory: str | Path, password: str, rules: Competition,
 
 def open_benchmark(directory: str | Path, password: str, rules: Competition,
                    benchmarks: Sequence[str] | None = None) -> dict[str, dict[str, list]]:
-    """Every split of every benchmark: AnsweredItems for eval and audit, Items for live."""
+    """Every split of every benchmark: AnsweredItems for the pool, Items for live."""
     opened = _open_all(directory, password, rules, benchmarks or rules.benchmarks)
     return {b: {s: parsed for s, (_, parsed) in splits.items()} for b, splits in opened.items()}
 
 
-def verify_benchmark(directory: str | Path, password: str, manifest: Mapping[str, Any],
-                     rules: Competition) -> dict[str, dict[str, int]]:
-    """Decrypt everything and check it against the rules and the manifest; returns counts."""
+def open_verified(directory: str | Path, password: str, manifest: Mapping[str, Any],
+                  rules: Competition) -> dict[str, dict[str, list]]:
+    """`open_benchmark`, refused unless every split matches the manifest's count and
+    commitment: an older seal or a swapped file is not scored against this manifest."""
+    opened = _open_all(directory, password, rules, rules.benchmarks)
+    _check_against(manifest, opened, rules)
+    open_train_items(directory, manifest, rules)
+    return {b: {s: parsed for s, (_, parsed) in splits.items()} for b, splits in opened.items()}
+
+
+def _check_against(manifest: Mapping[str, Any], opened: dict[str, dict[str, tuple]],
+                   rules: Competition) -> None:
     check_manifest_hash(manifest)
     listed = manifest.get("benchmarks", {})
     missing = [b for b in rules.benchmarks if b not in listed]
     if missing:
         raise BenchmarkError(f"the manifest has no entry for {', '.join(missing)}")
-    counts: dict[str, dict[str, int]] = {}
-    for benchmark, splits in _open_all(directory, password, rules, rules.benchmarks).items():
+    for benchmark, splits in opened.items():
         entry = listed[benchmark]
         for split, (sealed, parsed) in splits.items():
             public = entry["splits"].get(split, {})
@@ -249,15 +291,23 @@ def verify_benchmark(directory: str | Path, password: str, manifest: Mapping[str
                                      f"manifest says {public.get('count')}")
             if public.get("commitment") != sealed.commitment:
                 raise BenchmarkError(f"{benchmark} {split}: the sealed items do not match the "
-                                     f"manifest's commitment")
+                                     f"manifest's commitment (an older seal, or a swapped file)")
         hidden = {i for _, parsed in splits.values() for i in _item_ids(parsed)}
         if hidden & set(entry.get("train_ids", [])):
             raise BenchmarkError(f"{benchmark}: the public train ids include hidden items")
-        if entry.get("baselines") != from_answered(splits["eval"][1], rules.pool_names):
+        if entry.get("baselines") != from_answered(splits[POOL_SPLIT][1], rules.pool_names):
             raise BenchmarkError(f"{benchmark}: the manifest's baselines do not match the "
-                                 f"eval split's cached answers")
-        counts[benchmark] = {split: len(parsed) for split, (_, parsed) in splits.items()}
-    return counts
+                                 f"scored pool's cached answers")
+
+
+def verify_benchmark(directory: str | Path, password: str, manifest: Mapping[str, Any],
+                     rules: Competition) -> dict[str, dict[str, int]]:
+    """Decrypt everything and check it against the rules and the manifest; returns counts."""
+    opened = _open_all(directory, password, rules, rules.benchmarks)
+    _check_against(manifest, opened, rules)
+    open_train_items(directory, manifest, rules)
+    return {benchmark: {split: len(parsed) for split, (_, parsed) in splits.items()}
+            for benchmark, splits in opened.items()}
 
 
 def reveal_split(directory: str | Path, benchmark: str, split: str, password: str
@@ -327,24 +377,20 @@ def seal_one(items: Sequence[Item], answer: Answerer, out_dir: str | Path, passw
     """Draw, answer, and seal one benchmark; returns its manifest entry."""
     splits = draw_splits(items, seed, rules)
     benchmark = splits.benchmark
-    to_answer = [item for split in ANSWERED_SPLITS for item in splits.hidden[split]]
+    to_answer = list(splits.hidden[POOL_SPLIT])
     answered = answer(to_answer)
     if [row.item.id for row in answered] != [item.id for item in to_answer]:
         raise BenchmarkError(f"{benchmark}: the cached answers do not match the items asked")
-    rows: dict[str, list] = {}
-    start = 0
-    for split in ANSWERED_SPLITS:
-        rows[split] = answered[start:start + len(splits.hidden[split])]
-        start += len(splits.hidden[split])
-    rows["live"] = list(splits.hidden["live"])
+    rows = {POOL_SPLIT: answered, LIVE_SPLIT: list(splits.hidden[LIVE_SPLIT])}
     public = {split: {"count": len(rows[split]),
                       "commitment": seal_split(sealed_path(out_dir, benchmark, split),
                                                [r.to_dict() for r in rows[split]],
                                                benchmark, split, password, kdf)}
               for split in SPLITS}
     log.info("%s: sealed %s", benchmark, ", ".join(f"{s} {public[s]['count']}" for s in SPLITS))
+    write_train_items(out_dir, benchmark, splits.train)
     return {"splits": public, "train_ids": splits.train_ids,
-            "baselines": from_answered(rows["eval"], rules.pool_names)}
+            "baselines": from_answered(rows[POOL_SPLIT], rules.pool_names)}
 
 
 def seal_benchmarks(items: Mapping[str, Sequence[Item]], answer: Answerer, out_dir: str | Path,

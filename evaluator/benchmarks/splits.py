@@ -1,4 +1,4 @@
-"""The hidden splits: eval, audit and live drawn per benchmark from a secret seed.
+"""The hidden splits: the scored pool and the live questions, drawn per benchmark from a secret seed.
 
 Each item's place is the HMAC-SHA256 of its id under the secret seed (keyed per
 benchmark), so the draw does not depend on the source's row order and nobody without
@@ -58,7 +58,7 @@ def _rank(seed: str, benchmark: str, item_id: str) -> bytes:
 
 def draw_splits(items: Sequence[Item], seed: str, rules: Competition,
                 exclude: Iterable[str] = ()) -> Splits:
-    """Disjoint eval/audit/live splits of one benchmark, and the public train split.
+    """Disjoint pool and live splits of one benchmark, and the public train split.
 
     Train is a secret-seeded share (`rules.train_fraction`) of the rest: the withheld
     remainder keeps the hidden items from being the complement of the published ids.
@@ -90,6 +90,24 @@ def draw_splits(items: Sequence[Item], seed: str, rules: Competition,
     log.info("%s: %s, train %d", benchmark,
              ", ".join(f"{s} {len(hidden[s])}" for s in SPLITS), len(train))
     return Splits(benchmark=benchmark, hidden=hidden, train=train)
+
+
+def public_items(manifest: dict, benchmark: str, source: str, rules: Competition,
+                 limit: int | None = None) -> list[Item]:
+    """The public train items of a benchmark, in the manifest's order, from `source`."""
+    entry = (manifest.get("benchmarks") or {}).get(benchmark)
+    if entry is None:
+        raise BenchmarkError(f"the manifest lists no {benchmark} benchmark")
+    ids = entry["train_ids"][:limit] if limit is not None else entry["train_ids"]
+    by_id = {item.id: item for item in load_items(benchmark, source, rules)}
+    items = [by_id[i] for i in ids if i in by_id]
+    if not items:
+        raise BenchmarkError(f"none of the {len(ids)} train ids of {benchmark} is in the source "
+                             f"{source!r}; use the source the manifest was sealed from")
+    if len(items) < len(ids):
+        log.warning("%d of %d train ids of %s are not in the source %r", len(ids) - len(items),
+                    len(ids), benchmark, source)
+    return items
 
 
 def load_items(benchmark: str, source: str, rules: Competition) -> list[Item]:

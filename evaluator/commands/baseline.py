@@ -11,7 +11,7 @@ from evaluator import baselines
 from evaluator.benchmarks.sealing import PASSWORD_ENV, open_benchmark, password_from_env
 from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
-from evaluator.rules import ANSWERED_SPLITS, Competition
+from evaluator.rules import POOL_SPLIT, Competition
 from evaluator.train.data import data_path, read_training_rows
 from evaluator.types import AnsweredItem
 
@@ -30,8 +30,6 @@ def add_baseline(parser: argparse.ArgumentParser) -> None:
         source.add_argument("--data", type=Path, help="training data folder (<benchmark>.jsonl)")
         source.add_argument("--sealed", type=Path, metavar="DIR",
                             help=f"sealed benchmark folder (password from ${PASSWORD_ENV})")
-        source.add_argument("--split", choices=ANSWERED_SPLITS, default="eval",
-                            help="sealed split to read")
         source.add_argument("--benchmarks", help="comma-separated (default: all)")
         kind.add_argument("--json", dest="json_out", metavar="OUT",
                           help="also write JSON here (- for standard output)")
@@ -60,7 +58,7 @@ def answered_sets(args: argparse.Namespace) -> dict[str, list[AnsweredItem]]:
         return {n: read_training_rows(data_path(args.data, n), rules) for n in present}
     opened = open_benchmark(args.sealed, password_from_env(), rules, names)
     return {n: [AnsweredItem.from_dict(row) if isinstance(row, dict) else row
-                for row in opened[n][args.split]] for n in names if n in opened}
+                for row in opened[n][POOL_SPLIT]] for n in names if n in opened}
 
 
 def _finish(args: argparse.Namespace, lines: list[str], data: Any) -> int:

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 from evaluator.benchmarks.sealing import load_manifest
-from evaluator.benchmarks.splits import load_items
+from evaluator.benchmarks.splits import public_items
 from evaluator.collect import collect_training, pool_client_factory
 from evaluator.errors import TrainingError, UsageError
 from evaluator.rules import Competition
@@ -46,19 +46,7 @@ def train_items(benchmark: str, repo: Path, source: str, limit: int | None,
     if not path.exists():
         raise TrainingError(f"no {MANIFEST_PATH} in {repo}: collect reads the public train ids "
                             f"from it; pass --repo with a TinyRouter checkout")
-    entry = load_manifest(path)["benchmarks"].get(benchmark)
-    if entry is None:
-        raise TrainingError(f"{path} lists no {benchmark} benchmark")
-    ids = entry["train_ids"][:limit] if limit is not None else entry["train_ids"]
-    by_id = {item.id: item for item in load_items(benchmark, source, rules)}
-    items = [by_id[i] for i in ids if i in by_id]
-    if not items:
-        raise TrainingError(f"none of the {len(ids)} train ids of {benchmark} is in the source "
-                            f"{source!r}; use the source the manifest was sealed from")
-    if len(items) < len(ids):
-        log.warning("%d of %d train ids are not in the source %r", len(ids) - len(items),
-                    len(ids), source)
-    return items
+    return public_items(load_manifest(path), benchmark, source, rules, limit)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -45,6 +45,8 @@ class Miner:
 
 
 MINERS = (Miner("alice", seed=1, pr=1), Miner("bob", seed=7, pr=2))
+COPIER = Miner("mallory", seed=0, pr=3)  # submits the king's head with its role rows permuted
+FAIRNESS_SCALE = 0.05  # of `tinyrouter fairness`'s trial counts: seconds, not minutes
 
 
 @dataclass
@@ -109,14 +111,15 @@ def prepare(root: Path) -> None:
     (root / MARKER).write_text("made by tinyrouter demo; safe to delete\n", encoding="utf-8")
 
 
-def tinyrouter(ws: Workspace, *argv: object) -> None:
+def tinyrouter(ws: Workspace, *argv: object, expect: int = 0) -> None:
     """Run one `tinyrouter` subcommand in-process under the demo's rules."""
     args = [str(a) for a in argv]
     if ws.competition.is_file():
         args = ["--competition", str(ws.competition), *args]
     code = main(args)
-    if code != 0:
-        raise TinyRouterError(f"`tinyrouter {' '.join(map(str, argv[:2]))}` exited {code}")
+    if code != expect:
+        raise TinyRouterError(f"`tinyrouter {' '.join(map(str, argv[:2]))}` exited {code}, "
+                              f"not {expect}")
 
 
 # ---------------------------------------------------------------- stages
@@ -163,29 +166,60 @@ def head_sha(ws: Workspace, miner: Miner) -> str:
     return digest.hexdigest()
 
 
+def run_gates(ws: Workspace, miner: Miner, now: datetime, expect: int = 0) -> dict[str, Any]:
+    """The PR bot's gates on a miner's folder, recording the attempt; the gates' report."""
+    changed = ws.root / f"pr-{miner.pr}-changed-files.txt"
+    changed.write_text("".join(f"A\t{ws.folder(miner)}/{p.name}\n"
+                               for p in sorted((ws.repo / ws.folder(miner)).iterdir())),
+                       encoding="utf-8")
+    report = ws.root / f"pr-{miner.pr}-gates.json"
+    tinyrouter(ws, "gates", "--repo", ws.repo, "--submission", ws.folder(miner),
+               "--author", miner.login, "--changed-files", changed, "--pr", miner.pr,
+               "--head-sha", head_sha(ws, miner), "--now", now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+               "--record-attempt", "--comment", ws.root / f"pr-{miner.pr}-gates-comment.md",
+               "--json", report, expect=expect)
+    return json.loads(report.read_text(encoding="utf-8"))
+
+
 def gates(ws: Workspace) -> None:
     for i, miner in enumerate(MINERS):
-        changed = ws.root / f"pr-{miner.pr}-changed-files.txt"
-        changed.write_text("".join(f"A\t{ws.folder(miner)}/{p.name}\n"
-                                   for p in sorted((ws.repo / ws.folder(miner)).iterdir())),
-                           encoding="utf-8")
-        now = START + timedelta(hours=i)
-        tinyrouter(ws, "gates", "--repo", ws.repo, "--submission", ws.folder(miner),
-                   "--author", miner.login, "--changed-files", changed, "--pr", miner.pr,
-                   "--head-sha", head_sha(ws, miner), "--now", now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                   "--record-attempt", "--comment", ws.root / f"pr-{miner.pr}-gates-comment.md")
+        run_gates(ws, miner, START + timedelta(hours=i))
 
 
 def evaluate(ws: Workspace) -> None:
     for miner in MINERS:
         public = ws.public / f"{miner.login}-1.json"
+        private = ws.private / f"{miner.login}-1.json"
         tinyrouter(ws, "evaluate", "--repo", ws.repo, "--submission", ws.folder(miner),
                    "--benchmark-dir", ws.hidden, "--encoder", ws.encoder,
                    "--pool-url", ws.pool_url, "--pr", miner.pr, "--head-sha", head_sha(ws, miner),
-                   "--out", public, "--private-out", ws.private / f"{miner.login}-1.json")
-        tinyrouter(ws, "leaderboard", "apply", public, "--repo", ws.repo)
+                   "--out", public, "--private-out", private)
+        tinyrouter(ws, "leaderboard", "apply", public, "--private", private, "--repo", ws.repo)
         ws.results[miner.login] = json.loads(public.read_text(encoding="utf-8"))
     tinyrouter(ws, "leaderboard", "validate", "--repo", ws.repo)
+
+
+def copy_the_king(ws: Workspace) -> None:
+    """A copier submits the king's head with its role rows permuted; gate 3 rejects it."""
+    from evaluator.copies import disguise
+    from evaluator.submission import Submission, write_submission
+
+    king = Store(ws.repo).king()
+    if king is None:
+        raise TinyRouterError("no king to copy: the evaluations crowned nobody")
+    original = Submission(ws.repo, submission_path(king.miner, king.generation), ws.rules)
+    head, scales = disguise("roles permuted", *original.weights, ws.rules.n_models)
+    fields = {k: v for k, v in original.receipt.data.items()
+              if k not in ("format", "miner", "generation", "n_params", "pool", "weights_sha256")}
+    write_submission(ws.repo, COPIER.login, 1, head, scales, fields, ws.rules)
+    report = run_gates(ws, COPIER, START + timedelta(hours=len(MINERS)), expect=1)
+    shutil.rmtree(Store(ws.repo).submission(COPIER.login, 1).parent)  # a rejected PR never merges
+    ws.results[COPIER.login] = {"outcome": "rejected", "failed_gate": report["failed_gate"]}
+
+
+def fairness(ws: Workspace) -> None:
+    tinyrouter(ws, "fairness", "--scale", FAIRNESS_SCALE,
+               "--json", Store(ws.repo).root / "fairness.json")
 
 
 def build_site(ws: Workspace) -> None:
@@ -200,6 +234,8 @@ STAGES: tuple[Stage, ...] = (
     ("train and pack two miners' heads", train),
     ("run the PR gates on both submissions", gates),
     ("evaluate alice, then bob against the king, and apply the results", evaluate),
+    ("a copier submits the king's head with its role rows permuted", copy_the_king),
+    ("simulate the fairness figures (a quick run)", fairness),
     ("build the leaderboard site", build_site),
 )
 
@@ -240,7 +276,8 @@ def run_demo(root: Path, fast: bool = False,
 def add_demo(p: argparse.ArgumentParser) -> None:
     p.description = ("Build a tiny Qwen3, serve a simulated pool on 127.0.0.1, seal a demo hidden "
                      "benchmark, train and pack two miners, run the gates, evaluate both, update "
-                     "the leaderboard and build the site.")
+                     "the leaderboard, let a copier try the king's head, simulate the fairness "
+                     "figures and build the site.")
     p.add_argument("--workdir", type=Path, default=Path("demo"),
                    help="fresh workspace (an earlier demo there is replaced)")
     p.add_argument("--fast", action="store_true", help="fewer training generations (CI)")
@@ -274,8 +311,13 @@ def summary(ws: Workspace, seconds: float) -> str:
     lines.append(f"{'miner':<8} {'outcome':<9} {'composite':>9} {'king before':>11} {'delta':>8}")
     for miner in MINERS:
         r = ws.results[miner.login]
-        lines.append(f"{miner.login:<8} {r['outcome']:<9} {_fmt(r['composite']):>9} "
-                     f"{_fmt(r['king_composite']):>11} {_fmt(r['delta']):>8}")
+        lines.append(f"{miner.login:<8} {r['outcome']:<9} {_fmt(r.get('composite')):>9} "
+                     f"{_fmt(r.get('king_composite')):>11} {_fmt(r.get('delta')):>8}")
+    copier = ws.results.get(COPIER.login)
+    if copier is not None:
+        failed = copier["failed_gate"]
+        lines.append(f"{COPIER.login:<8} rejected at gate {failed['number']} ({failed['name']}): "
+                     "a copy of the king with its role rows permuted")
     if king is None:
         lines += ["", "No king: no submission passed every check."]
         return "\n".join(lines + footer(ws, seconds))
@@ -307,10 +349,17 @@ def why(ws: Workspace) -> str:
         return (f"{MINERS[0].login} was rejected: {first.get('reason')}; {MINERS[1].login} "
                 f"was crowned, the first to pass every check.")
     if second["outcome"] == "king":
+        low, high = second["ci95"]
         return (f"{MINERS[1].login} beat the king by {second['delta']:+.4f}, at least the "
-                f"margin of {ws.rules.win_margin}.")
+                f"margin of {ws.rules.win_margin}, with a 95% interval of {low:+.4f} to "
+                f"{high:+.4f} above zero.")
     if second["outcome"] == "lost":
+        low, high = second["ci95"]
+        short = (f"is short of the margin of {ws.rules.win_margin}"
+                 if second["delta"] < ws.rules.win_margin else
+                 f"clears the margin, but its 95% interval ({low:+.2f} to {high:+.2f}) does not "
+                 "lie above zero")
         return (f"{MINERS[0].login} was crowned first; {MINERS[1].login}'s delta of "
-                f"{second['delta']:+.4f} is short of the margin of {ws.rules.win_margin}.")
+                f"{second['delta']:+.2f} {short}.")
     return (f"{MINERS[0].login} was crowned first; {MINERS[1].login} was rejected: "
             f"{second.get('reason')}.")

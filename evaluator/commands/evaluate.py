@@ -9,13 +9,14 @@ from pathlib import Path
 from evaluator.commands.output import annotate, append_summary, say, write_json_out
 from evaluator.commands.reports import headline, render_result
 from evaluator.errors import UsageError
-from evaluator.records import REJECTED
+from evaluator.records import REJECTED, VOID
 from evaluator.rules import Competition, is_commit_sha
-from evaluator.store import parse_submission_path
+from evaluator.store import Store, parse_submission_path
 
 
 def add_evaluate(p: argparse.ArgumentParser) -> None:
-    p.description = ("Re-check gates 2–4, score the submission and the reigning king on the "
+    p.description = ("Re-check gates 2–4, compare the submission's routing with the king's on "
+                     "the public train items, score both on a fresh secret partition of the "
                      "sealed hidden benchmark, and write the public result (and optionally the "
                      "full private record).")
     p.add_argument("--repo", type=Path, default=Path("."), help="repository root")
@@ -53,7 +54,7 @@ def submission_arg(repo: Path, given: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     # torch, the encoder and the sealed benchmark load only when an evaluation runs
-    from evaluator.benchmarks.sealing import open_benchmark, password_from_env
+    from evaluator.benchmarks.sealing import open_train_items, open_verified, password_from_env
     from evaluator.coordinator.router import load_router
     from evaluator.evaluate import evaluate_submission
     from evaluator.pool.runner import pool_runner
@@ -67,15 +68,25 @@ def run(args: argparse.Namespace) -> int:
     if args.benchmark_dir is None:
         raise UsageError("give --benchmark-dir or set TINYROUTER_BENCHMARK_DIR")
     password = password_from_env()
+    manifest = Store(args.repo).manifest()
+    if manifest is None:
+        raise UsageError(f"{args.repo} has no leaderboard/manifest.json to check the sealed "
+                         "benchmark against")
+
+    def train_items() -> list:
+        found = open_train_items(args.benchmark_dir, manifest, rules)
+        return [item for bench in rules.benchmarks for item in found[bench]]
+
     result = evaluate_submission(
         args.repo, relpath,
-        open_sets=lambda: open_benchmark(args.benchmark_dir, password, rules),
+        open_sets=lambda: open_verified(args.benchmark_dir, password, manifest, rules),
         router=load_router(args.encoder or rules.encoder_id, rules),
-        run_live=pool_runner(args.pool_url, rules), rules=rules,
+        run_live=pool_runner(args.pool_url, rules), rules=rules, public_items=train_items,
         pr=args.pr, head_sha=args.head_sha)
-    write_json_out(args.out, result.public())
-    write_json_out(args.private_out, result.private())
-    report(result.public(), args.format == "github", rules)
+    public = result.public(rules.disclosure_precision)
+    write_json_out(args.out, public)
+    write_json_out(args.private_out, result.private(rules.disclosure_precision))
+    report(public, args.format == "github", rules)
     return 0
 
 
@@ -84,8 +95,8 @@ def report(public: dict, github: bool, rules: Competition) -> None:
     say([headline(public)], github)
     if not github:
         return
-    annotate("error" if public["outcome"] == REJECTED else "notice", "TinyRouter evaluation",
-             headline(public))
+    level = {REJECTED: "error", VOID: "warning"}.get(public["outcome"], "notice")
+    annotate(level, "TinyRouter evaluation", headline(public))
     summary = render_result("summary", public, rules)
     if not append_summary(summary):
         say(summary.splitlines(), github)

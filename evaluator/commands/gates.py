@@ -8,9 +8,8 @@ from pathlib import Path
 
 from evaluator.commands.output import annotate, append_summary, say, write_json_out, write_text_out
 from evaluator.errors import UsageError
-from evaluator.files import format_time, parse_time, utc_now
-from evaluator.gates import GateReport, context_for, parse_changes, run_gates
-from evaluator.records import Attempt
+from evaluator.files import parse_time, utc_now
+from evaluator.gates import GateReport, attempt_of, context_for, parse_changes, run_gates
 from evaluator.rules import is_commit_sha, is_name
 from evaluator.store import Store
 from evaluator.submission import Submission
@@ -77,14 +76,13 @@ def run_bot(args: argparse.Namespace) -> int:
                    if args.changed_files else None)
     except (OSError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
-    ctx = context_for(args.repo, args.author, args.rules, now, changes, args.pr)
+    ctx = context_for(args.repo, args.author, args.rules, now, changes, args.pr, args.head_sha)
     sub = Submission(args.repo, args.submission, args.rules)
     report = run_gates(sub, ctx)
     if args.record_attempt and report.passed_gate(1):
         store = Store(args.repo)
         generation = store.next_generation(sub.login, ctx.attempts, args.pr, exclude=sub.folder)
-        store.record_attempt(Attempt(sub.login, generation, args.pr, args.head_sha,
-                                     format_time(now)))
+        store.record_attempt(attempt_of(sub, report, ctx, generation))
     _emit(report, args)
     return 0 if report.passed else 1
 

@@ -8,8 +8,14 @@ from pathlib import Path
 
 from evaluator.commands.output import write_text_out
 from evaluator.commands.reports import render_result
-from evaluator.errors import LeaderboardError
-from evaluator.leaderboard import apply_result, check_result, seed_king, validate_state
+from evaluator.errors import LeaderboardError, UsageError
+from evaluator.leaderboard import (
+    apply_result,
+    check_private,
+    check_result,
+    seed_king,
+    validate_state,
+)
 
 
 def add_leaderboard(board: argparse.ArgumentParser) -> None:
@@ -20,10 +26,15 @@ def add_leaderboard(board: argparse.ArgumentParser) -> None:
     check.add_argument("results", nargs="*", type=Path,
                        help="result records to check too (e.g. an evaluation artifact)")
     check.add_argument("--repo", type=Path, default=Path("."), help="repository root")
+    check.add_argument("--private", type=Path, metavar="FULL.json",
+                       help="with one result: its private record, which must match it")
     check.set_defaults(func=run_validate)
 
     apply = verbs.add_parser("apply", help="record one result (idempotent, atomic)")
     apply.add_argument("result", type=Path, help="RESULT.json written by `tinyrouter evaluate`")
+    apply.add_argument("--private", type=Path, metavar="FULL.json",
+                       help="its private record: refuse the result unless they match, "
+                            "partition commitment included")
     apply.add_argument("--repo", type=Path, default=Path("."), help="repository root")
     apply.set_defaults(func=run_apply)
 
@@ -59,12 +70,19 @@ def run_validate(args: argparse.Namespace) -> int:
     checked = validate_state(args.repo, args.rules)
     for path in args.results:
         check_result(load_result(path), args.rules, str(path))
+    if args.private:
+        if len(args.results) != 1:
+            raise UsageError("--private goes with exactly one result")
+        check_private(load_result(args.results[0]), load_result(args.private), args.rules)
     print(f"leaderboard valid: {checked} state file(s), {len(args.results)} result(s) checked")
     return 0
 
 
 def run_apply(args: argparse.Namespace) -> int:
-    applied = apply_result(args.repo, load_result(args.result), args.rules)
+    result = load_result(args.result)
+    if args.private:
+        check_private(result, load_result(args.private), args.rules)
+    applied = apply_result(args.repo, result, args.rules)
     if not applied.changed:
         print("already recorded; nothing changed")
     for path in applied.changed:

@@ -6,10 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
-from evaluator.errors import PoolError
+from evaluator.errors import PoolError, UsageError
 from evaluator.pool.client import BASE_URL_ENV
 from evaluator.pool.corpus import load_corpus, load_personas, read_corpus
-from evaluator.pool.simulator import Simulator, SimulatorServer
+from evaluator.pool.simulator import FAULTS, Simulator, SimulatorServer, check_fault_rates
 from evaluator.rules import Competition
 
 
@@ -25,7 +25,11 @@ def add_pool(parser: argparse.ArgumentParser) -> None:
     simulate.add_argument("--personas", metavar="FILE", type=Path,
                           help="persona skills JSON; default: the bundled personas")
     simulate.add_argument("--port", type=int, default=0, help="port (0: a free one)")
-    simulate.add_argument("--seed", type=int, default=0, help="seed of the right/wrong draws")
+    simulate.add_argument("--seed", type=int, default=0,
+                          help="seed of the right/wrong and fault draws")
+    simulate.add_argument("--fault", metavar="KIND=RATE", action="append",
+                          help="answer this share of requests with a fault, drawn from the "
+                               "seed and the request; repeatable; kinds: " + ", ".join(FAULTS))
     simulate.set_defaults(func=run_simulate)
 
 
@@ -45,15 +49,32 @@ def load_inputs(corpus_files: list[Path] | None, personas_file: Path | None,
     return corpus, personas
 
 
+def parse_fault_rates(options: list[str]) -> dict[str, float]:
+    """`["500=0.05", "hang=0.01"]` → `{"500": 0.05, "hang": 0.01}`, checked."""
+    rates: dict[str, float] = {}
+    for option in options:
+        kind, _, rate = option.partition("=")
+        try:
+            rates[kind] = float(rate)
+        except ValueError:
+            raise UsageError(f"--fault wants KIND=RATE, e.g. 500=0.05; got {option!r}") from None
+    try:
+        return check_fault_rates(rates)
+    except ValueError as exc:
+        raise UsageError(f"--fault: {exc}") from exc
+
+
 def run_simulate(args: argparse.Namespace) -> int:
+    rates = parse_fault_rates(args.fault or [])
     corpus, personas = load_inputs(args.corpus, args.personas, args.rules)
-    simulator = Simulator(corpus, personas, args.rules, seed=args.seed)
+    simulator = Simulator(corpus, personas, args.rules, seed=args.seed, fault_rates=rates)
     try:
         server = SimulatorServer(simulator, port=args.port)
     except OSError as exc:
         raise PoolError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from exc
+    faults = ", ".join(f"{kind} {rate:g}" for kind, rate in sorted(rates.items())) or "none"
     print(f"pool simulator: {len(corpus)} items, personas "
-          f"{', '.join(sorted(simulator.skills))}, seed {args.seed}")
+          f"{', '.join(sorted(simulator.skills))}, seed {args.seed}, fault rates: {faults}")
     print(f"serving on {server.base_url}  (export {BASE_URL_ENV}={server.base_url}); "
           "Ctrl-C stops", flush=True)
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluator.records import KING, REJECTED
+from evaluator.records import KING, UNSCORED
 from evaluator.rules import Competition
 from evaluator.templating import render
 
@@ -22,10 +22,14 @@ def render_result(kind: str, public: dict[str, Any], rules: Competition) -> str:
 
 
 def headline(public: dict[str, Any]) -> str:
+    """One line of the public record: what the disclosure rule lets a log say."""
     who = f"{public['miner']} generation {public['generation']}"
-    if public["outcome"] == REJECTED:
-        return f"{who}: rejected: {public['reason']}"
-    versus = ("no king reigned" if public["king_composite"] is None else
-              f"king {public['king_composite']:.4f}, delta {public['delta']:+.4f}")
-    verdict = "new king" if public["outcome"] == KING else "not crowned"
-    return f"{who}: {verdict}: composite {public['composite']:.4f} ({versus})"
+    if public["outcome"] in UNSCORED:
+        return f"{who}: {public['outcome']}: {public['reason']}"
+    if public["outcome"] == KING:
+        versus = ("no king reigned" if public["king_composite"] is None else
+                  f"king {public['king_composite']:.4f}, delta {public['delta']:+.4f}")
+        return f"{who}: new king: composite {public['composite']:.4f} ({versus})"
+    low, high = public["ci95"]
+    return (f"{who}: not crowned: composite {public['composite']:.2f}, delta "
+            f"{public['delta']:+.2f} (95% interval {low:+.2f} to {high:+.2f})")

@@ -73,7 +73,7 @@ def add_reveal(reveal: argparse.ArgumentParser) -> None:
     reveal.add_argument("--dir", default=os.environ.get(DIR_ENV),
                         help=f"the sealed benchmark (default: ${DIR_ENV})")
     reveal.add_argument("--split", required=True, metavar="BENCHMARK.SPLIT",
-                        help="e.g. math500.eval")
+                        help="e.g. math500.pool")
     reveal.add_argument("--out", required=True, help="the JSON file to write")
     reveal.set_defaults(func=run_reveal)
 
@@ -156,7 +156,7 @@ def run_verify(args: argparse.Namespace) -> int:
 def run_reveal(args: argparse.Namespace) -> int:
     benchmark, _, split = args.split.partition(".")
     if benchmark not in args.rules.benchmarks or split not in SPLITS:
-        raise UsageError(f"--split must be BENCHMARK.SPLIT, e.g. math500.eval; "
+        raise UsageError(f"--split must be BENCHMARK.SPLIT, e.g. math500.pool; "
                          f"got {args.split!r}")
     record = reveal_split(_directory(args.dir, "--dir"), benchmark, split, password_from_env())
     write_json(args.out, record)

@@ -1,6 +1,6 @@
 """The LLM pool: the OpenRouter client, the hash-chained cost ledger and the loopback simulator."""
 
-from evaluator.pool.client import Completion, OpenRouterClient, RetryPolicy
+from evaluator.pool.client import Completion, OpenRouterClient, RetryBudget, RetryPolicy
 from evaluator.pool.corpus import CorpusItem, read_corpus
 from evaluator.pool.ledger import GENESIS, Ledger, LedgerSummary, verify_ledger
 from evaluator.pool.simulator import (
@@ -17,6 +17,7 @@ __all__ = [
     "Ledger",
     "LedgerSummary",
     "OpenRouterClient",
+    "RetryBudget",
     "RetryPolicy",
     "Simulator",
     "SimulatorServer",

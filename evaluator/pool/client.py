@@ -3,11 +3,31 @@ usage and cost per call, and one ledger line per paid call.
 
 The network enters through `base_url` (env `OPENROUTER_BASE_URL`) and `transport`, so tests
 and the demo talk to the loopback simulator. The key and message bodies are never logged.
+
+The failure policy, after OpenRouter's documented error and finish_reason shapes. A call ends
+as exactly one of:
+
+- an answer: a 200 whose choice finished any other way (`stop`, `tool_calls`, none given);
+- a refusal (`Completion.refused`): a 403 moderation or guardrail block, a 400 whose
+  `error.metadata.error_type` is a content-policy violation or refusal, or a 200 with
+  `finish_reason: "content_filter"`;
+- a truncated answer (`Completion.truncated`): a 200 with `finish_reason: "length"`; its text
+  is what came back (`content: null` reads as "");
+- `InfrastructureError`: a retryable failure (408, 409, 429, 5xx, a 402 naming the in-flight
+  budget with `Retry-After`, a 200 carrying an `error`, `finish_reason: "error"`, a broken
+  body, a timeout or a dropped connection) still failing after `RetryPolicy.attempts`, or once
+  the evaluation's `RetryBudget` is spent;
+- `OutOfCreditError`: any other 402, or a 403 naming a spending limit: fatal at once;
+- `PoolError`: another 4xx (the key, slug or request is wrong for every call): fatal at once.
+
+A call's ledger lines: one for the 200 it returned, and one for each failed attempt whose
+body reported usage (it was billed); a refusal by status was not billed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import logging
 import os
@@ -19,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from evaluator.errors import PoolError
+from evaluator.errors import InfrastructureError, OutOfCreditError, PoolError
 from evaluator.pool.ledger import Ledger
 from evaluator.rules import Competition
 
@@ -33,23 +53,56 @@ API_KEY_ENV = "OPENROUTER_API_KEY"
 DEFAULT_TIMEOUT = 180.0
 DEFAULT_CONCURRENCY = 8
 
+# OpenRouter's normalized finish reasons that change how a returned call counts.
+STOP, LENGTH, CONTENT_FILTER, FINISH_ERROR = "stop", "length", "content_filter", "error"
+RETRYABLE_STATUS = (408, 409, 429)  # besides every 5xx
+# A 402 that is transient: running requests fill the in-flight budget; it comes with Retry-After.
+IN_FLIGHT_LIMIT = "openrouter_in_flight_budget"
+IN_FLIGHT_REASON = "in_flight_budget_exhausted"
+# error.metadata keys of a moderation flag, and error_types of a content refusal.
+MODERATION_KEYS = ("reasons", "flagged_input")
+REFUSAL_ERROR_TYPES = ("content_policy_violation", "refusal")
+GUARDRAIL_MESSAGE = "request blocked"  # how a guardrail's 403 message starts
+
 # Statuses that will not fix themselves, with what the maintainer should do.
 FATAL_STATUS = {
     400: "the request was rejected as malformed; check the model slug and parameters",
     401: f"the API key was refused; check {API_KEY_ENV}",
-    402: "the account has no credit left; add credit on OpenRouter",
-    403: "the key may not use this model (or a moderation block); check the key's limits",
+    403: "the key may not use this model; check the key's permissions",
     404: "no such model or endpoint; check the model slug in the rules and the base URL",
 }
+# What to do about a spending limit, by OpenRouter's error.metadata reason or limit_source.
+CREDIT_FIX = {
+    "weight_exceeds_budget": "one request's estimated cost exceeds the in-flight budget: "
+                             "top up the key's account (or lower max_completion_tokens)",
+    IN_FLIGHT_LIMIT: "the in-flight budget is full and no Retry-After came: top up the key's "
+                     "account to raise it",
+    "openrouter_key_limit": "the key's credit limit is spent: raise it or wait for its reset",
+    "openrouter_guardrail_budget": "a guardrail budget is spent: raise it or wait for its reset",
+    "openrouter_workspace_budget": "the workspace budget is spent: raise it or wait for its reset",
+}
+TOP_UP = "the account is out of credit: top up the key's account on OpenRouter"
 
 
 @dataclass(frozen=True)
 class Completion:
+    """A call that returned. `cost_usd` is all it billed, failed attempts that reported a cost
+    included; `finish_reason` is OpenRouter's normalized one."""
+
     text: str
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float
     request_id: str
+    finish_reason: str = STOP
+
+    @property
+    def refused(self) -> bool:
+        return self.finish_reason == CONTENT_FILTER
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == LENGTH
 
 
 @dataclass(frozen=True)
@@ -67,13 +120,28 @@ class RetryPolicy:
         return backoff
 
 
-class _Retryable(Exception):
-    """One failed attempt that may succeed if tried again."""
+class RetryBudget:
+    """A deadline for retries, shared by every call of an evaluation: once it has passed, a
+    failed call fails for good instead of waiting again."""
 
-    def __init__(self, reason: str, retry_after: float | None = None):
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
+        self.seconds = seconds
+        self._clock = clock
+        self._deadline = clock() + seconds
+
+    def left(self) -> float:
+        return self._deadline - self._clock()
+
+
+class _Retryable(Exception):
+    """One failed attempt that may succeed if tried again; `billed` is a paid attempt's record."""
+
+    def __init__(self, reason: str, retry_after: float | None = None,
+                 billed: Completion | None = None):
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.billed = billed
 
 
 class OpenRouterClient:
@@ -83,7 +151,7 @@ class OpenRouterClient:
                  api_key: str | None = None, transport: httpx.AsyncBaseTransport | None = None,
                  ledger: Ledger | None = None,
                  max_concurrency: int = DEFAULT_CONCURRENCY, timeout: float = DEFAULT_TIMEOUT,
-                 retry: RetryPolicy | None = None,
+                 retry: RetryPolicy | None = None, retry_budget: RetryBudget | None = None,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
         self.base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV, "")
@@ -96,6 +164,7 @@ class OpenRouterClient:
         self.rules = rules
         self.ledger = ledger
         self.retry = retry or RetryPolicy()
+        self.budget = retry_budget or RetryBudget(rules.pool_retry_budget_seconds)
         self._sleep = sleep
         self._slots = asyncio.Semaphore(max_concurrency)
 
@@ -121,31 +190,47 @@ class OpenRouterClient:
                 "usage": {"include": True}}
 
     async def chat(self, model_name: str, messages: list[dict]) -> Completion:
-        """One completion, retried on transient failures; raises PoolError when it gives up."""
+        """One call, retried on transient failures: an answer, a refusal or a truncated answer
+        (see the module's policy); raises InfrastructureError when it gives up."""
         body = self.request_body(model_name, messages)
-        last = "no attempt"
-        for attempt in range(1, self.retry.attempts + 1):
+        wasted, attempt = 0.0, 0  # what failed attempts billed
+        while True:
+            attempt += 1
             try:
                 async with self._slots:
-                    completion = await self._attempt(model_name, body)
+                    completion, billed = await self._attempt(model_name, body)
             except _Retryable as failure:
-                last = failure.reason
-                if attempt == self.retry.attempts:
-                    break
+                if failure.billed is not None:
+                    await self._record(model_name, failure.billed)
+                    wasted += failure.billed.cost_usd
                 wait = self.retry.delay(attempt, failure.retry_after)
-                log.warning("%s: %s; retry %d/%d in %.1fs", model_name, last, attempt,
+                if attempt == self.retry.attempts or wait > self.budget.left():
+                    raise self._give_up(model_name, attempt, failure.reason, wasted) from None
+                log.warning("%s: %s; retry %d/%d in %.1fs", model_name, failure.reason, attempt,
                             self.retry.attempts - 1, wait)
                 await self._sleep(wait)
                 continue
-            if self.ledger is not None:
-                await asyncio.to_thread(
-                    self.ledger.append, model_name, completion.prompt_tokens,
-                    completion.completion_tokens, completion.cost_usd, completion.request_id)
-            return completion
-        raise PoolError(f"{model_name}: gave up after {self.retry.attempts} attempts; "
-                        f"last failure: {last}")
+            if billed:
+                await self._record(model_name, completion)
+            if completion.refused or completion.truncated:
+                log.info("%s: the call ended with finish_reason %s", model_name,
+                         completion.finish_reason)
+            return dataclasses.replace(completion, cost_usd=completion.cost_usd + wasted)
 
-    async def _attempt(self, model_name: str, body: dict[str, Any]) -> Completion:
+    def _give_up(self, model_name: str, attempt: int, last: str,
+                 wasted: float) -> InfrastructureError:
+        why = (f"gave up after {attempt} attempts" if attempt == self.retry.attempts else
+               f"the retry budget of {self.budget.seconds:.0f}s is spent after {attempt} attempts")
+        return InfrastructureError(f"{model_name}: {why}; last failure: {last}", cost_usd=wasted)
+
+    async def _record(self, model_name: str, completion: Completion) -> None:
+        if self.ledger is not None:
+            await asyncio.to_thread(
+                self.ledger.append, model_name, completion.prompt_tokens,
+                completion.completion_tokens, completion.cost_usd, completion.request_id)
+
+    async def _attempt(self, model_name: str, body: dict[str, Any]) -> tuple[Completion, bool]:
+        """The call's completion, and whether it was billed (any 200 is)."""
         started = time.monotonic()
         try:
             response = await self._http.post("/chat/completions", json=body)
@@ -155,14 +240,18 @@ class OpenRouterClient:
             raise _Retryable(f"connection failed ({type(exc).__name__})") from exc
         log.debug("%s: HTTP %d in %.2fs", model_name, response.status_code,
                   time.monotonic() - started)
-        status = response.status_code
-        if status in FATAL_STATUS or (400 <= status < 500 and status not in (408, 409, 429)):
-            hint = FATAL_STATUS.get(status, "the request was refused")
-            raise PoolError(f"{model_name}: HTTP {status}: {hint}"
-                            f"{_provider_message(response)}")
-        if status != 200:
-            raise _Retryable(f"HTTP {status}", _retry_after(response))
-        return self._completion(model_name, response)
+        if response.status_code != 200:
+            _raise_unless_refused(model_name, response)
+            return self._refusal(model_name, response), False
+        return self._completion(model_name, response), True
+
+    def _refusal(self, model_name: str, response: httpx.Response) -> Completion:
+        """A moderation or guardrail block: nothing was generated and nothing billed."""
+        log.info("%s: HTTP %d: the provider refused the request", model_name,
+                 response.status_code)
+        return Completion(text="", prompt_tokens=0, completion_tokens=0, cost_usd=0.0,
+                          request_id=str(response.headers.get("x-request-id") or ""),
+                          finish_reason=CONTENT_FILTER)
 
     def _completion(self, model_name: str, response: httpx.Response) -> Completion:
         try:
@@ -170,12 +259,14 @@ class OpenRouterClient:
         except ValueError as exc:
             raise _Retryable("HTTP 200 with a body that is not JSON") from exc
         if not isinstance(data, dict) or "error" in data:
-            raise _Retryable(f"HTTP 200 carrying an error{_provider_message(response)}")
+            error = data.get("error") if isinstance(data, dict) else None
+            raise _Retryable(f"HTTP 200 carrying an error{_provider_message(error)}")
         choices = data.get("choices")
-        if not isinstance(choices, list) or not choices:
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise _Retryable("HTTP 200 with no choices")
+        choice = choices[0]
         try:
-            text = choices[0]["message"].get("content") or ""
+            text = choice["message"].get("content") or ""
             usage = data.get("usage") or {}
             prompt_tokens = int(usage.get("prompt_tokens", 0))
             completion_tokens = int(usage.get("completion_tokens", 0))
@@ -185,9 +276,67 @@ class OpenRouterClient:
         if not isinstance(cost, (int, float)) or isinstance(cost, bool) or cost < 0:
             cost = self.rules.pool_model(model_name).cost_usd(prompt_tokens, completion_tokens)
         request_id = str(data.get("id") or response.headers.get("x-request-id") or "")
-        return Completion(text=str(text), prompt_tokens=prompt_tokens,
-                          completion_tokens=completion_tokens, cost_usd=float(cost),
-                          request_id=request_id)
+        finish = choice.get("finish_reason")
+        completion = Completion(text=str(text), prompt_tokens=prompt_tokens,
+                                completion_tokens=completion_tokens, cost_usd=float(cost),
+                                request_id=request_id,
+                                finish_reason=finish if isinstance(finish, str) else STOP)
+        if finish == FINISH_ERROR or choice.get("error"):
+            raise _Retryable(f"HTTP 200 whose generation failed"
+                             f"{_provider_message(choice.get('error'))}",
+                             billed=completion if usage else None)
+        return completion
+
+
+def _raise_unless_refused(model_name: str, response: httpx.Response) -> None:
+    """Returns for a content refusal; otherwise raises what the status means."""
+    status = response.status_code
+    error = _error_object(response)
+    metadata = error.get("metadata") if isinstance(error.get("metadata"), dict) else {}
+    if status == 402:
+        _raise_for_credit(model_name, response, metadata)
+    if status == 403 and "limit_source" in metadata:
+        raise OutOfCreditError(f"{model_name}: HTTP 403: {_credit_fix(metadata)}")
+    if status in (400, 403) and _is_refusal(status, error, metadata):
+        return
+    if status in RETRYABLE_STATUS or status >= 500:
+        raise _Retryable(f"HTTP {status}", _retry_after(response))
+    hint = FATAL_STATUS.get(status, "the request was refused")
+    raise PoolError(f"{model_name}: HTTP {status}: {hint}{_provider_message(error)}")
+
+
+def _raise_for_credit(model_name: str, response: httpx.Response, metadata: dict) -> None:
+    """A 402: retryable when it names the in-flight budget and says when; else out of credit."""
+    retry_after = _retry_after(response)
+    in_flight = (metadata.get("limit_source") == IN_FLIGHT_LIMIT
+                 or metadata.get("reason") == IN_FLIGHT_REASON)
+    if in_flight and retry_after is not None:
+        raise _Retryable("HTTP 402: the in-flight spending budget is full", retry_after)
+    raise OutOfCreditError(f"{model_name}: HTTP 402: {_credit_fix(metadata)}")
+
+
+def _credit_fix(metadata: dict) -> str:
+    known = [CREDIT_FIX[key] for key in (metadata.get("reason"), metadata.get("limit_source"))
+             if isinstance(key, str) and key in CREDIT_FIX]
+    return known[0] if known else TOP_UP
+
+
+def _is_refusal(status: int, error: dict, metadata: dict) -> bool:
+    """A moderation flag or guardrail block (403), or a content-policy refusal (400)."""
+    if metadata.get("error_type") in REFUSAL_ERROR_TYPES:
+        return True
+    if status != 403:
+        return False
+    message = str(error.get("message") or "").lower()
+    return any(key in metadata for key in MODERATION_KEYS) or message.startswith(GUARDRAIL_MESSAGE)
+
+
+def _error_object(response: httpx.Response) -> dict:
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        return {}
+    return error if isinstance(error, dict) else {}
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -206,11 +355,8 @@ def _retry_after(response: httpx.Response) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _provider_message(response: httpx.Response) -> str:
-    """The provider's short error message (never the request), for an actionable error."""
-    try:
-        error = response.json().get("error")
-        message = error.get("message") if isinstance(error, dict) else error
-    except (ValueError, AttributeError):
-        return ""
+def _provider_message(error: Any) -> str:
+    """The provider's short message from an error object (never its metadata, which can quote
+    the request), for an actionable error."""
+    message = error.get("message") if isinstance(error, dict) else error
     return f" ({str(message)[:200]})" if message else ""

@@ -4,7 +4,11 @@ Each persona is named like a pool model and has a probability of being right per
 and item category. For a corpus item the Worker answers with the item's right or subtly wrong
 response, drawn deterministically from (model, item, role, turn, seed); a Thinker plan earlier
 in the transcript raises the chance; a Verifier judges the latest Worker output, more
-accurately the stronger the persona. Faults can be queued to exercise a client's retries.
+accurately the stronger the persona.
+
+Every failure the client's policy names can be played (FAULTS): queued with `inject`, or drawn
+at `fault_rates` from the seed, the request and how often that request was seen, so a run
+with the same seed meets the same faults and a retried request can recover.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -27,8 +32,32 @@ PLAN_GAIN = 0.5  # share of the Worker's remaining error a perfect Thinker's pla
 UNKNOWN_SKILL = 0.5
 CHARS_PER_TOKEN = 4
 POLL_SECONDS = 0.02  # how soon stop() returns
-FAULTS = ("429", "500", "502", "503", "400", "401", "402", "403", "404",
-          "slow", "malformed", "empty", "drop")
+CONTEXT_LENGTH = 262_144  # the simulator's own window, listed on /models; it never truncates
+CREATED = 1_767_225_600  # a fixed /models timestamp, so listings are deterministic
+HANG_SECONDS = 600.0  # a hung request holds its connection this long, or until stop()
+
+# The faults, by name: what the response is.
+FAULTS = {
+    "429": "rate limited, with Retry-After",
+    "500": "server error", "502": "bad gateway", "503": "no provider available, with Retry-After",
+    "400": "bad request", "401": "key refused", "402": "out of credit (no metadata)",
+    "402-in-flight": "in-flight budget full, with metadata and Retry-After",
+    "403": "key may not use the model", "403-moderation": "input flagged by moderation",
+    "404": "no such model",
+    "error-body": "HTTP 200 carrying an error object",
+    "finish-error": "HTTP 200, finish_reason error, partial text, billed",
+    "finish-length": "HTTP 200, finish_reason length, content null, billed",
+    "finish-content-filter": "HTTP 200, finish_reason content_filter, content null, billed",
+    "empty": "HTTP 200 with no choices, not billed",
+    "malformed": "HTTP 200 with half a JSON body",
+    "slow": "the answer after slow_seconds", "hang": "no answer until the client gives up",
+    "drop": "the connection closed without a response",
+}
+IN_FLIGHT_METADATA = {"reason": "in_flight_budget_exhausted",
+                      "limit_source": "openrouter_in_flight_budget",
+                      "remedy_hint": "Retry after your in-flight requests settle."}
+GENERATION_ERROR = {"code": 502, "message": "Provider disconnected mid-stream",
+                    "metadata": {"error_type": "provider_unavailable"}}
 
 PLANS = {
     "math500": "Plan: restate what is asked, pick the relation that links the given quantities, "
@@ -59,15 +88,19 @@ class Simulator:
 
     def __init__(self, corpus: Iterable[Any], personas: dict[str, Any], rules: Competition,
                  seed: int = 0, retry_after: float = 1.0,
-                 slow_seconds: float = 5.0):
+                 slow_seconds: float = 5.0, hang_seconds: float = HANG_SECONDS,
+                 fault_rates: Mapping[str, float] | None = None):
         self.entries = list(corpus)  # CorpusItems: .item, .right, .wrong
         self.skills = personas.get("personas", personas)
         self.seed = seed
         self.rules = rules
         self.retry_after = retry_after
         self.slow_seconds = slow_seconds
+        self.hang_seconds = hang_seconds
+        self.fault_rates = check_fault_rates(fault_rates or {})
         self.requests = 0
         self._faults: list[str] = []
+        self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
         self._by_line: dict[str, list[Any]] = {}
         for entry in self.entries:
@@ -78,16 +111,27 @@ class Simulator:
 
     def inject(self, *faults: str) -> None:
         """Queue faults; each following request consumes one (see FAULTS)."""
-        unknown = [fault for fault in faults if fault not in FAULTS]
-        if unknown:
-            raise ValueError(f"unknown faults {unknown}; known: {', '.join(FAULTS)}")
+        _check_known(faults)
         with self._lock:
             self._faults.extend(faults)
 
-    def next_fault(self) -> str | None:
+    def next_fault(self, raw: bytes = b"") -> str | None:
+        """The queued fault, else one drawn at the fault rates for this request's n-th sight."""
+        key = hashlib.sha256(raw).hexdigest()
         with self._lock:
             self.requests += 1
-            return self._faults.pop(0) if self._faults else None
+            if self._faults:
+                return self._faults.pop(0)
+            seen = self._seen[key] = self._seen.get(key, 0) + 1
+        return self.draw_fault(key, seen)
+
+    def draw_fault(self, key: str, seen: int) -> str | None:
+        draw, edge = uniform(self.seed, "fault", key, seen), 0.0
+        for fault, rate in sorted(self.fault_rates.items()):
+            edge += rate
+            if draw < edge:
+                return fault
+        return None
 
     # answering ---------------------------------------------------------------------------
 
@@ -122,12 +166,17 @@ class Simulator:
             return PLANS.get(item.benchmark, DEFAULT_PLAN)
         if role == VERIFIER:
             return self._verdict(model, entry, turns, turn)
-        p = self.skill(model, item.benchmark, item.category)
         plans = [self.skill(m, item.benchmark, item.category) for r, m, _ in turns if r == THINKER]
+        return entry.right if self.worker_right(model, item, turn, plans) else entry.wrong
+
+    def worker_right(self, model: str, item: Any, turn: int = 1,
+                     plans: Sequence[float] = ()) -> bool:
+        """Whether the persona's Worker answer to the item at this turn is right; `plans` are
+        the skills of the Thinkers that planned before it (the best one helps)."""
+        p = self.skill(model, item.benchmark, item.category)
         if plans:
             p += (1 - p) * PLAN_GAIN * max(plans)
-        right = uniform(self.seed, model, item.benchmark, item.id, WORKER, turn) < p
-        return entry.right if right else entry.wrong
+        return uniform(self.seed, model, item.benchmark, item.id, WORKER, turn) < p
 
     def _verdict(self, model: str, entry: Any, turns: list[tuple[str, str, str]],
                  turn: int) -> str:
@@ -139,6 +188,34 @@ class Simulator:
         honest = uniform(self.seed, model, entry.item.benchmark, entry.item.id, VERIFIER,
                          turn) < accuracy
         return JUDGED[is_right if honest else not is_right]
+
+    def respond(self, raw: bytes, fault: str | None) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """(status, JSON, headers) for a request body under a fault (None: a plain answer)."""
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if fault in STATUS_FAULTS:
+            return STATUS_FAULTS[fault](self, body)
+        if body is None:
+            return 400, _error(400, "the body is not JSON"), {}
+        status, payload = self.complete(body)
+        if status == 200 and fault in SHAPED_FAULTS:
+            payload = SHAPED_FAULTS[fault](self, payload, body)
+        return status, payload, {}
+
+    def bill(self, payload: dict[str, Any], completion_tokens: int) -> None:
+        """Set a response's completion tokens and the cost they come to."""
+        usage = payload["usage"]
+        model = self._models[str(payload["model"])]
+        usage["completion_tokens"] = completion_tokens
+        usage["total_tokens"] = usage["prompt_tokens"] + completion_tokens
+        usage["cost"] = self.rules.pool_model(model).cost_usd(usage["prompt_tokens"],
+                                                              completion_tokens)
+
+    def models(self) -> dict[str, Any]:
+        """The /models listing: the OpenAI client's fields plus OpenRouter's."""
+        return {"object": "list", "data": [_model_entry(m) for m in self.rules.pool]}
 
     def complete(self, body: Any) -> tuple[int, dict[str, Any]]:
         """A chat completions response (status, JSON) for a request body."""
@@ -158,7 +235,7 @@ class Simulator:
         return 200, {
             "id": request_id, "object": "chat.completion", "created": int(time.time()),
             "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop",
+            "choices": [{"index": 0, "finish_reason": "stop", "native_finish_reason": "stop",
                          "message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens, "cost": cost}}
@@ -178,8 +255,104 @@ def split_transcript(user: str) -> tuple[str, list[tuple[str, str, str]]]:
     return user[:query_end], turns
 
 
-def _error(status: int, message: str) -> dict[str, Any]:
-    return {"error": {"code": status, "message": message}}
+def _error(status: int, message: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": status, "message": message}
+    if metadata is not None:
+        error["metadata"] = metadata
+    return {"error": error}
+
+
+def _check_known(faults: Iterable[str]) -> None:
+    unknown = [fault for fault in faults if fault not in FAULTS]
+    if unknown:
+        raise ValueError(f"unknown faults {unknown}; known: {', '.join(FAULTS)}")
+
+
+def check_fault_rates(rates: Mapping[str, float]) -> dict[str, float]:
+    """The rates as a dict, once every fault is known, every rate in [0, 1] and their sum <= 1."""
+    _check_known(rates)
+    bad = [f"{fault}={rate}" for fault, rate in rates.items() if not 0 <= rate <= 1]
+    if bad:
+        raise ValueError(f"fault rates must lie in [0, 1]: {', '.join(bad)}")
+    if sum(rates.values()) > 1:
+        raise ValueError(f"fault rates add up to {sum(rates.values()):g}, more than 1")
+    return {fault: float(rate) for fault, rate in rates.items()}
+
+
+def _model_entry(model: Any) -> dict[str, Any]:
+    per_token = Decimal(10) ** 6
+    return {"id": model.slug, "object": "model", "created": CREATED,
+            "owned_by": model.slug.split("/")[0], "name": model.name,
+            "canonical_slug": model.slug, "context_length": CONTEXT_LENGTH,
+            "pricing": {"prompt": format(Decimal(str(model.usd_per_m_prompt)) / per_token, "f"),
+                        "completion": format(Decimal(str(model.usd_per_m_completion)) / per_token,
+                                             "f")}}
+
+
+# faults ------------------------------------------------------------------------------------
+
+
+def _status_fault(status: int, metadata: dict[str, Any] | None = None, retry: bool = False):
+    def reply(sim: Simulator, body: Any) -> tuple[int, dict[str, Any], dict[str, str]]:
+        headers = {"Retry-After": _seconds(sim.retry_after)} if retry else {}
+        return status, _error(status, "injected fault", metadata), headers
+
+    return reply
+
+
+def _moderation(sim: Simulator, body: Any) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """OpenRouter's moderation error: it quotes up to 100 characters of the flagged input."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    text = " ".join(str(m.get("content", "")) for m in messages or [] if isinstance(m, dict))
+    flagged = text if len(text) <= 100 else text[:48] + "..." + text[-49:]
+    metadata = {"reasons": ["injected"], "flagged_input": flagged,
+                "provider_name": "simulator", "model_slug": str((body or {}).get("model"))}
+    return 403, _error(403, "Your input was flagged", metadata), {}
+
+
+def _finish(reason: str, keep: float | None, error: dict[str, Any] | None = None):
+    """A 200 whose choice ends with `reason`, keeping that share of the text (None: null)."""
+
+    def shape(sim: Simulator, payload: dict[str, Any], body: dict) -> dict[str, Any]:
+        choice = payload["choices"][0]
+        text = choice["message"]["content"]
+        kept = None if keep is None else text[: int(len(text) * keep)]
+        choice["message"]["content"] = kept
+        choice["finish_reason"] = choice["native_finish_reason"] = reason
+        if error is not None:
+            choice["error"] = error
+        tokens = (int(body.get("max_tokens") or sim.rules.max_completion_tokens)
+                  if reason == "length" else len(kept or "") // CHARS_PER_TOKEN)
+        sim.bill(payload, tokens)
+        return payload
+
+    return shape
+
+
+def _empty(sim: Simulator, payload: dict[str, Any], body: dict) -> dict[str, Any]:
+    return {key: value for key, value in payload.items() if key != "usage"} | {"choices": []}
+
+
+def _error_body(sim: Simulator, payload: dict[str, Any], body: dict) -> dict[str, Any]:
+    return {"id": payload["id"], **_error(502, "Provider returned error",
+                                          {"error_type": "provider_unavailable"})}
+
+
+STATUS_FAULTS = {
+    **{code: _status_fault(int(code)) for code in ("400", "401", "402", "403", "404", "500",
+                                                     "502")},
+    # OpenRouter documents Retry-After on 429 and 503
+    **{code: _status_fault(int(code), retry=True) for code in ("429", "503")},
+    "402-in-flight": _status_fault(402, IN_FLIGHT_METADATA, retry=True),
+    "403-moderation": _moderation,
+}
+SHAPED_FAULTS = {
+    "finish-error": _finish("error", 0.5, GENERATION_ERROR),
+    "finish-length": _finish("length", None),
+    "finish-content-filter": _finish("content_filter", None),
+    "empty": _empty,
+    "error-body": _error_body,
+}
 
 
 # the HTTP server -------------------------------------------------------------------------
@@ -195,9 +368,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
-            sim = self.server.simulator
-            data = [{"id": m.slug, "name": m.name} for m in sim.rules.pool]
-            self._send(200, json.dumps({"data": data}).encode())
+            self._send(200, json.dumps(self.server.simulator.models()).encode())
         else:
             self._send(404, json.dumps(_error(404, "not found")).encode())
 
@@ -207,25 +378,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, json.dumps(_error(404, "not found")).encode())
             return
         sim = self.server.simulator
-        fault = sim.next_fault()
-        if fault == "drop":
+        fault = sim.next_fault(raw)
+        if fault in ("drop", "hang"):
+            if fault == "hang":
+                self.server.stopping.wait(sim.hang_seconds)
             self.close_connection = True
             return
         if fault == "slow":
             time.sleep(sim.slow_seconds)
-        if fault is not None and fault.isdigit():
-            headers = {"Retry-After": _seconds(sim.retry_after)} if fault == "429" else {}
-            self._send(int(fault), json.dumps(_error(int(fault), "injected fault")).encode(),
-                       headers)
-            return
-        try:
-            status, payload = sim.complete(json.loads(raw))
-        except ValueError:
-            status, payload = 400, _error(400, "the body is not JSON")
-        if fault == "empty":
-            payload["choices"] = []
+        status, payload, headers = sim.respond(raw, fault)
         body = json.dumps(payload).encode()
-        self._send(status, body[: len(body) // 2] if fault == "malformed" else body)
+        self._send(status, body[: len(body) // 2] if fault == "malformed" else body, headers)
 
     def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
         try:
@@ -247,6 +410,7 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], simulator: Simulator):
         super().__init__(address, _Handler)
         self.simulator = simulator
+        self.stopping = threading.Event()  # releases hung requests
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client hanging up mid-response is normal under fault injection
@@ -279,6 +443,7 @@ class SimulatorServer:
         self._server.serve_forever()
 
     def stop(self) -> None:
+        self._server.stopping.set()
         if self._thread is not None:
             self._server.shutdown()
             self._thread.join()
@@ -297,7 +462,9 @@ def serve_simulator(simulator: Simulator, host: str = "127.0.0.1",
         server.stop()
 
 
-def bundled_simulator(rules: Competition, seed: int = 0) -> Simulator:
+def bundled_simulator(rules: Competition, seed: int = 0,
+                      fault_rates: Mapping[str, float] | None = None) -> Simulator:
     """The simulator over the bundled demo corpus and persona skills."""
-    return Simulator(load_corpus(rules), load_personas(rules), rules, seed=seed)
+    return Simulator(load_corpus(rules), load_personas(rules), rules, seed=seed,
+                     fault_rates=fault_rates)
 

@@ -1,4 +1,4 @@
-"""The history chart: the king's composite and per-benchmark scores over time, as static SVG."""
+"""The site's charts, as static SVG: the king over time, and the fairness figures."""
 
 from __future__ import annotations
 
@@ -83,6 +83,53 @@ def history_svg(kings: Sequence[Crowning], benchmarks: Sequence[str],
         top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
         _composite_panel(top, reign, end, win_margin)
         _benchmark_panel(bottom, reign, end, benchmarks)
+        buffer = io.StringIO()
+        fig.savefig(buffer, format="svg", metadata={"Date": None}, facecolor="white")
+    return buffer.getvalue()
+
+
+def _power_panel(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
+    levels = sorted({row["disagreement"] for row in rows})
+    for index, level in enumerate(levels):
+        mine = sorted((r for r in rows if r["disagreement"] == level and r["crowned"] is not None),
+                      key=lambda r: r["advantage"])
+        if not mine:
+            continue
+        color = COLORS[index % len(COLORS)]
+        xs = [r["advantage"] for r in mine]
+        ax.plot(xs, [r["crowned"] for r in mine], "o-", color=color,
+                label=f"differ on {level:.0%} besides")
+        ax.plot(xs, [r["margin_only"] for r in mine], ":", color=color, linewidth=1)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("true advantage (composite)")
+    ax.set_ylabel("P(crowned)")
+    ax.set_title("A better head is crowned (dotted: margin alone)", loc="left", fontsize=11)
+    ax.legend(loc="upper left", frameon=False, fontsize=8)
+    ax.grid(alpha=0.3)
+
+
+def _climb_panel(ax: Any, rows: Sequence[dict[str, Any]], win_margin: float) -> None:
+    xs = [r["submissions"] for r in rows]
+    ax.plot(xs, [r["gain"] for r in rows], "o-", color=COLORS[0],
+            label="fresh partition, rounded deltas")
+    ax.plot(xs, [r["without"] for r in rows], "o--", color=COLORS[1],
+            label="fixed split, exact deltas")
+    ax.axhline(win_margin, color="#666666", linestyle=":", linewidth=1, label="win margin")
+    ax.set_xscale("log")
+    ax.set_xlabel("submissions")
+    ax.set_ylabel("gain on the board (composite)")
+    ax.set_title("Probing the hidden set", loc="left", fontsize=11)
+    ax.legend(loc="upper left", frameon=False, fontsize=8)
+    ax.grid(alpha=0.3)
+
+
+def fairness_svg(data: dict[str, Any], win_margin: float) -> str:
+    """P(crowned) against the true advantage, and a hill-climber's gain, as SVG text."""
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(9, 3.8), layout="constrained")
+        left, right = fig.subplots(1, 2)
+        _power_panel(left, data["power"])
+        _climb_panel(right, data["hill_climb"], win_margin)
         buffer = io.StringIO()
         fig.savefig(buffer, format="svg", metadata={"Date": None}, facecolor="white")
     return buffer.getvalue()

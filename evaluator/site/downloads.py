@@ -13,13 +13,14 @@ import pandas as pd
 
 from evaluator.files import dumps
 from evaluator.records import KING, PUBLIC_FIELDS, Attempt, Crowning
+from evaluator.rules import Competition
 from evaluator.scoring import BenchmarkScore
 from evaluator.site.state import LeaderboardState
 
 # Every public record carries these (the disclosure rule's common core), plus its reason.
 EVALUATION_COLUMNS = (*(f for f in PUBLIC_FIELDS[KING] if f != "format"
                          and all(f in fields for fields in PUBLIC_FIELDS.values())), "reason")
-ATTEMPT_COLUMNS = tuple(f.name for f in dataclasses.fields(Attempt))
+ATTEMPT_COLUMNS = tuple(f.name for f in dataclasses.fields(Attempt) if f.name != "fingerprint")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -56,16 +57,18 @@ def _breakdown_rows(state: LeaderboardState) -> list[dict[str, Any]]:
             for bench, score in sorted((r.per_benchmark or {}).items())]
 
 
-def download_files(state: LeaderboardState, benchmarks: list[str]) -> dict[str, str]:
+def download_files(state: LeaderboardState, rules: Competition) -> dict[str, str]:
     """File name → content, for the downloads folder of the site."""
+    benchmarks, precision = list(rules.benchmarks), rules.disclosure_precision
     kings, king_columns = _king_rows(state, benchmarks)
     everything = {"format": 1, "king": state.king and state.king.to_dict(),
                   "history": [k.to_dict() for k in state.kings],
-                  "results": [r.public() for r in state.results],
+                  "results": [r.public(precision) for r in state.results],
                   "attempts": [a.to_dict() for a in state.attempts],
                   "manifest": state.manifest}
     return {
-        "evaluations.csv": _csv([r.public() | {"reason": r.reason} for r in state.results],
+        "evaluations.csv": _csv([r.public(precision) | {"reason": r.reason}
+                                 for r in state.results],
                                 EVALUATION_COLUMNS),
         "kings.csv": _csv(kings, king_columns),
         "breakdowns.csv": _csv(_breakdown_rows(state),

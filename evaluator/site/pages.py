@@ -14,7 +14,7 @@ from evaluator.baselines import gap_closed
 from evaluator.records import OUTCOMES
 from evaluator.rules import Competition, is_commit_sha, is_name, is_sha256
 from evaluator.scoring import BenchmarkScore
-from evaluator.site.charts import history_svg
+from evaluator.site.charts import fairness_svg, history_svg
 from evaluator.site.downloads import download_files
 from evaluator.site.markup import (
     FILTERS,
@@ -27,12 +27,14 @@ from evaluator.site.state import LeaderboardState
 from evaluator.templating import environment
 
 CHART_URI = "assets/charts/history.svg"
+FAIRNESS_CHART_URI = "assets/charts/fairness.svg"
 DOWNLOADS_DIR = "downloads"
 PAGES = (  # (page, template): the fixed generated pages
     ("history.md", "history.md.j2"),
     ("evaluations.md", "evaluations.md.j2"),
     ("miners/index.md", "miners.md.j2"),
     ("benchmarks.md", "benchmarks.md.j2"),
+    ("fairness.md", "fairness.md.j2"),
     ("downloads.md", "downloads.md.j2"),
 )
 FRAGMENTS = {"king_panel": "king.md.j2"}  # inserted into hand-written pages
@@ -132,7 +134,8 @@ def make_environment(rules: Competition, repo_url: str | None) -> Environment:
                        profile_link=_profile_link, commit_link=_commit_link,
                        repo_url=url if _SAFE_URL.fullmatch(url) else "",
                        headroom=headroom, headroom_captured=headroom_captured, ordered=ordered,
-                       chart_uri=CHART_URI, downloads=DOWNLOADS_DIR, no_scores=NO_SCORES)
+                       chart_uri=CHART_URI, fairness_chart_uri=FAIRNESS_CHART_URI,
+                       downloads=DOWNLOADS_DIR, no_scores=NO_SCORES)
     return env
 
 
@@ -179,6 +182,8 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
         content.miner_nav.append({safe_label(miner.name): uri})
     if chart is not None:
         content.assets[CHART_URI] = chart
-    for name, text in download_files(state, list(rules.benchmarks)).items():
+    if state.fairness is not None:
+        content.assets[FAIRNESS_CHART_URI] = fairness_svg(state.fairness, rules.win_margin)
+    for name, text in download_files(state, rules).items():
         content.assets[f"{DOWNLOADS_DIR}/{name}"] = text
     return content

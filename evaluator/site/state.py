@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evaluator.errors import LeaderboardError
 from evaluator.files import try_parse_time
 from evaluator.records import Attempt, Crowning, King, Result
-from evaluator.store import Store
+from evaluator.store import FAIRNESS_FILE, Store, validate
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ class LeaderboardState:
     results: list[Result] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     manifest: dict[str, Any] | None = None
+    fairness: dict[str, Any] | None = None
 
     @property
     def benchmarks(self) -> dict[str, Any]:
@@ -67,4 +69,19 @@ def load_state(leaderboard_dir: str | Path) -> LeaderboardState:
         log.info("no leaderboard at %s: building the empty site", folder)
     store = Store(folder.parent, board=folder, lenient=True)
     return LeaderboardState(king=store.king(), kings=store.history(), results=store.results(),
-                            attempts=store.attempts(), manifest=store.manifest())
+                            attempts=store.attempts(), manifest=store.manifest(),
+                            fairness=_fairness(store))
+
+
+def _fairness(store: Store) -> dict[str, Any] | None:
+    """The fairness figures, or None: the page renders tables from them, so a file that breaks
+    the schema is left out (with a warning) rather than shown loosely."""
+    data = store.fairness()
+    if data is None:
+        return None
+    try:
+        validate("fairness", data, FAIRNESS_FILE)
+    except LeaderboardError as exc:
+        log.warning("the Fairness page leaves the figures out: %s", exc)
+        return None
+    return data

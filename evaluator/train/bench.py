@@ -24,7 +24,7 @@ from evaluator.collect import answer_items, pool_client_factory
 from evaluator.coordinator.encoder import competition_for_encoder, load_encoder
 from evaluator.coordinator.tiny import make_tiny
 from evaluator.pool.simulator import bundled_simulator, serve_simulator
-from evaluator.rules import Competition
+from evaluator.rules import POOL_SPLIT, Competition
 from evaluator.submission.weights import read_weights
 from evaluator.train.data import TrainingSet
 from evaluator.train.fitness import argmax_accuracy, encoder_featurizer
@@ -54,7 +54,7 @@ def demo_rows(rules: Competition, make_client: Callable[[], Any],
     for bench in rules.benchmarks:
         splits = draw_splits(load_items(bench, "demo", rules), SPLIT_SEED, rules)
         train_items += list(splits.train[:limit])
-        eval_items += list(splits.hidden["eval"][:limit])
+        eval_items += list(splits.hidden[POOL_SPLIT][:limit])
     rows = answer_items(train_items + eval_items, make_client, rules)
     return rows[:len(train_items)], rows[len(train_items):]
 

@@ -20,9 +20,11 @@ from evaluator.benchmarks.sealing import (
     load_manifest,
     open_benchmark,
     open_split,
+    open_train_items,
     seal_benchmarks,
     seal_split,
     sealed_path,
+    train_path,
     verify_benchmark,
 )
 from evaluator.errors import BenchmarkError
@@ -133,10 +135,11 @@ def test_open_benchmark_gives_answered_items_and_live_items(sealed):
     assert set(opened) == set(SMALL.benchmarks)
     for splits in opened.values():
         assert {s: len(rows) for s, rows in splits.items()} == SMALL.split_sizes
-        assert all(isinstance(row, AnsweredItem) for s in ("eval", "audit") for row in splits[s])
+        assert all(isinstance(row, AnsweredItem) for row in splits["pool"])
         assert all(isinstance(row, Item) for row in splits["live"])
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        f"{b}.{s}.sealed" for b in SMALL.benchmarks for s in SPLITS)
+        [f"{b}.{s}.sealed" for b in SMALL.benchmarks for s in SPLITS]
+        + [f"{b}.train.jsonl" for b in SMALL.benchmarks])
 
 
 def test_manifest_has_the_public_contract_and_verifies(sealed):
@@ -151,7 +154,9 @@ def test_manifest_has_the_public_contract_and_verifies(sealed):
                   for rows in opened[benchmark].values() for row in rows}
         assert len(entry["train_ids"]) == round((14 - 11) * SMALL.train_fraction)
         assert not hidden & set(entry["train_ids"])
-        assert entry["baselines"] == from_answered(opened[benchmark]["eval"], SMALL.pool_names)
+        assert entry["baselines"] == from_answered(opened[benchmark]["pool"], SMALL.pool_names)
+        train = open_train_items(out, manifest, SMALL)[benchmark]
+        assert [item.id for item in train] == entry["train_ids"]
         assert set(entry["baselines"]) == {"per_model", "best_single", "random", "oracle"}
     assert verify_benchmark(out, PASSWORD, manifest, SMALL) == {
         b: SMALL.split_sizes for b in SMALL.benchmarks}
@@ -164,8 +169,12 @@ def _rehashed(manifest: dict, edit) -> dict:
     return build_manifest(edited["benchmarks"], edited["sealed_at"])
 
 
+def _copy(source: Path, target: Path) -> None:
+    target.write_bytes(source.read_bytes())
+
+
 def _swap(out: Path) -> None:
-    a, b = sealed_path(out, "math500", "eval"), sealed_path(out, "mmlu", "eval")
+    a, b = sealed_path(out, "math500", "pool"), sealed_path(out, "mmlu", "pool")
     raw = a.read_bytes()
     a.write_bytes(b.read_bytes())
     b.write_bytes(raw)
@@ -173,9 +182,9 @@ def _swap(out: Path) -> None:
 
 @pytest.mark.parametrize("break_it, expect", [
     # the manifest edited by hand (hash no longer matches)
-    (lambda out, m: m["benchmarks"]["mmlu"]["splits"]["eval"].update(count=7), "edited"),
+    (lambda out, m: m["benchmarks"]["mmlu"]["splits"]["pool"].update(count=7), "edited"),
     # a consistent manifest that lies about a count, a commitment, the train ids or baselines
-    (lambda out, m: _rehashed(m, lambda e: e["benchmarks"]["mmlu"]["splits"]["eval"].update(
+    (lambda out, m: _rehashed(m, lambda e: e["benchmarks"]["mmlu"]["splits"]["pool"].update(
         count=7)), "the manifest says 7"),
     (lambda out, m: _rehashed(m, lambda e: e["benchmarks"]["mmlu"]["splits"]["live"].update(
         commitment="0" * 64)), "commitment"),
@@ -187,6 +196,9 @@ def _swap(out: Path) -> None:
     # files swapped between benchmarks, or one missing
     (lambda out, m: _swap(out), "renamed or swapped"),
     (lambda out, m: sealed_path(out, "mmlu", "live").unlink(), "cannot read"),
+    # the public train items: from another seal, or gone
+    (lambda out, m: _copy(train_path(out, "math500"), train_path(out, "mmlu")), "another seal"),
+    (lambda out, m: train_path(out, "mmlu").unlink(), "public train items"),
 ])
 def test_verify_catches_every_inconsistency(sealed, break_it, expect):
     out, manifest_path = sealed
@@ -199,7 +211,7 @@ def test_verify_catches_every_inconsistency(sealed, break_it, expect):
 def test_a_count_that_breaks_the_rules_is_refused(sealed):
     out, _ = sealed
     stricter = dataclasses.replace(SMALL, eval_size=7)
-    with pytest.raises(BenchmarkError, match="holds 6 items; the rules want 7"):
+    with pytest.raises(BenchmarkError, match="holds 9 items; the rules want 10"):
         open_benchmark(out, PASSWORD, stricter)
 
 
@@ -232,9 +244,9 @@ def test_password_comes_from_the_environment(monkeypatch):
 
 
 @pytest.mark.parametrize("password, tamper, code, expect", [
-    (PASSWORD, False, 0, "math500: eval 6, audit 3, live 2 — counts and commitments match"),
-    ("wrong password", False, 1, "error: cannot decrypt math500.eval.sealed: wrong"),
-    (PASSWORD, True, 1, "error: cannot decrypt mmlu.audit.sealed"),
+    (PASSWORD, False, 0, "math500: pool 9, live 2 — counts and commitments match"),
+    ("wrong password", False, 1, "error: cannot decrypt math500.pool.sealed: wrong"),
+    (PASSWORD, True, 1, "error: cannot decrypt mmlu.pool.sealed"),
 ])
 def test_verify_command(sealed, tmp_path, monkeypatch, capsys, password, tamper, code, expect):
     out, manifest = sealed
@@ -242,7 +254,7 @@ def test_verify_command(sealed, tmp_path, monkeypatch, capsys, password, tamper,
     rules_file.write_text(json.dumps({"eval_size": 6, "audit_size": 3, "live_size": 2,
                                       "benchmarks": list(SMALL.benchmarks)}))
     if tamper:
-        path = sealed_path(out, "mmlu", "audit")
+        path = sealed_path(out, "mmlu", "pool")
         path.write_bytes(path.read_bytes()[:-1])
     monkeypatch.setenv(PASSWORD_ENV, password)
     assert cli.main(["--competition", str(rules_file), "verify-benchmark", "--dir", str(out),

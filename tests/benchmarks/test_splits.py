@@ -26,10 +26,12 @@ def ids(split_items) -> list[str]:
 
 def test_official_sizes_disjoint_and_train_withholds_a_reserve():
     drawn = draw_splits(items(500), SEED, rules=OFFICIAL)
-    assert {s: len(drawn.hidden[s]) for s in SPLITS} == {"eval": 150, "audit": 50, "live": 20}
+    sizes = {s: len(drawn.hidden[s]) for s in SPLITS}
+    assert sizes == {"pool": OFFICIAL.eval_size + OFFICIAL.audit_size, "live": OFFICIAL.live_size}
     hidden = [i for s in SPLITS for i in ids(drawn.hidden[s])]
-    assert len(set(hidden)) == 220 and not set(hidden) & set(drawn.train_ids)
-    assert len(drawn.train_ids) == 140  # half of the 280 left; the other half is withheld
+    assert len(set(hidden)) == sum(sizes.values()) and not set(hidden) & set(drawn.train_ids)
+    # half of what is left is published; the other half is withheld
+    assert len(drawn.train_ids) == round((500 - sum(sizes.values())) * OFFICIAL.train_fraction)
     unpublished = set(ids(items(500))) - set(drawn.train_ids)
     assert set(hidden) < unpublished  # the complement of train is not the hidden set
 
@@ -53,7 +55,7 @@ def test_draw_depends_on_seed_and_benchmark(other):
     base = draw_splits(items(60), SEED, SMALL)
     changed = draw_splits(items(60, other.get("benchmark", "math500")),
                           other.get("seed", SEED), SMALL)
-    assert ids(base.hidden["eval"]) != ids(changed.hidden["eval"])
+    assert ids(base.hidden["pool"]) != ids(changed.hidden["pool"])
 
 
 def test_excluded_items_are_in_no_split():

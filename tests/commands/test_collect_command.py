@@ -70,11 +70,11 @@ def collect(world, *extra: str) -> int:
 def test_seal_then_verify_through_the_pool(world, capsys):
     assert seal(world) == 0
     out = capsys.readouterr().out
-    assert "mmlu: eval 6, audit 3, live 2, train 10" in out
+    assert "mmlu: pool 9, live 2, train 10" in out  # eval and audit are sealed as one pool
     assert world["sim"].requests == 3 * (6 + 3)  # cached answers for eval and audit only
     assert verify_ledger(world["sealed"] / "ledger.jsonl").entries == 27
     opened = open_benchmark(world["sealed"], PASSWORD, world["rules"])["mmlu"]
-    assert all(a.text.startswith("Answer: ") for row in opened["eval"]
+    assert all(a.text.startswith("Answer: ") for row in opened["pool"]
                for a in row.answers.values())
     assert tinyrouter(world, "verify-benchmark", "--dir", str(world["sealed"]), "--manifest",
                       str(world["repo"] / "leaderboard" / "manifest.json")) == 0
@@ -99,13 +99,19 @@ def test_collect_is_resumable_ledgered_and_train_only(world, capsys):
     assert sorted(r.item.id for r in rows) == sorted(train_ids)
 
 
-def test_a_failed_collect_keeps_finished_rows_and_resumes(world, capsys):
+@pytest.mark.parametrize(("fault", "message"), [
+    # the key is refused
+    ("401", "HTTP 401"),
+    # the account is out of credit: the error says how to fix it
+    ("402", "top up the key"),
+])
+def test_a_failed_collect_keeps_finished_rows_and_resumes(world, capsys, fault, message):
     assert seal(world) == 0
     assert collect(world, "--limit", "8") == 0
-    world["sim"].inject(*["401"] * 3)  # the pool refuses the next batch for good
+    world["sim"].inject(*[fault] * 3)  # the pool refuses the next batch for good
     assert collect(world) == 1
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
-    assert len(errors) == 1 and errors[0].startswith("error: ") and "HTTP 401" in errors[0]
+    assert len(errors) == 1 and errors[0].startswith("error: ") and message in errors[0]
     assert len(read_answered(world["data"] / "mmlu.jsonl", world["rules"])) == 8
     assert collect(world) == 0
     assert len(read_answered(world["data"] / "mmlu.jsonl", world["rules"])) == 10

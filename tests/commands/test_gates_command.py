@@ -1,3 +1,4 @@
+import hashlib
 import json
 import subprocess
 import sys
@@ -48,8 +49,14 @@ def test_record_attempt_is_idempotent_and_consumes_the_slot(pr_repo):
     assert bot(repo, changed, "--record-attempt", "--head-sha", "c" * 40) == 0
     assert bot(repo, changed, "--record-attempt", "--head-sha", "c" * 40) == 0  # same PR re-run
     lines = (repo / "leaderboard/attempts.jsonl").read_text().splitlines()
-    assert [json.loads(x) for x in lines] == [{"at": "2026-11-29T12:00:00Z", "generation": 1,
-                                               "head_sha": "c" * 40, "miner": "alice", "pr": 7}]
+    assert len(lines) == 1
+    attempt = json.loads(lines[0])
+    assert {k: attempt[k] for k in ("at", "generation", "head_sha", "miner", "pr", "gates")} == {
+        "at": "2026-11-29T12:00:00Z", "generation": 1, "head_sha": "c" * 40, "miner": "alice", "pr": 7,
+        "gates": {"passed": True, "failed": None}}
+    weights = (repo / "submissions/alice/1/weights.safetensors").read_bytes()
+    assert attempt["weights_sha256"] == hashlib.sha256(weights).hexdigest()
+    assert attempt["fingerprint"]  # later submissions are compared against it (gate 3)
     # a second PR from the same miner an hour later hits the rate limit
     assert cli("gates", "--repo", repo, "--submission", "submissions/alice/1", "--author", "alice",
                "--pr", 8, "--now", "2026-11-29T13:00:00Z") == 1

@@ -1,6 +1,7 @@
 """The PR comment and job summary templates: per outcome, what they say and what they must not."""
 
 import dataclasses
+import re
 
 import pytest
 
@@ -16,32 +17,29 @@ def part(score):
             "efficiency": 0.4875, "novelty": 0.32, "overfit_penalty": 1.0, "score": score}
 
 
-KING = {"format": 1, "miner": "alice", "generation": 2, "pr": 12, "head_sha": "a" * 40,
-        "evaluated_at": "2026-11-29T12:00:00Z", "outcome": "king", "composite": 0.7134,
-        "king_composite": 0.69, "delta": 0.0234, "reason": None,
-        "per_benchmark": {b: part(0.7134) for b in BENCHES},
-        "paired": {"delta_cached": 0.03, "ci95": [0.005, 0.055]}, "live_cost_usd": 0.41,
-        "benchmark_manifest": "f" * 64}
-FIRST = {**KING, "king_composite": None, "delta": None, "paired": None}
-LOST = {k: KING[k] for k in ("format", "miner", "generation", "pr", "head_sha", "evaluated_at",
-                             "composite", "king_composite", "benchmark_manifest")} | {
-    "outcome": "lost", "composite": 0.7, "delta": 0.7 - 0.69}
-REJECTED = {k: KING[k] for k in ("format", "miner", "generation", "pr", "head_sha",
-                                 "evaluated_at", "benchmark_manifest")} | {
-    "outcome": "rejected", "reason": f"gate 4 (receipt): receipt.json: miner is {HOSTILE}",
-    "composite": None, "king_composite": None, "delta": None}
+IDENTITY = {"format": 1, "miner": "alice", "generation": 2, "pr": 12, "head_sha": "a" * 40,
+            "evaluated_at": "2026-11-29T12:00:00Z", "benchmark_manifest": "f" * 64,
+            "partition_commitment": "c" * 64}
+KING = {**IDENTITY, "outcome": "king", "composite": 0.7134, "king_composite": 0.69,
+        "delta": 0.0234, "ci95": [0.005, 0.055], "reason": None,
+        "per_benchmark": {b: part(0.7134) for b in BENCHES}, "live_cost_usd": 0.41}
+FIRST = {**KING, "king_composite": None, "delta": None, "ci95": None}
+LOST = {**IDENTITY, "outcome": "lost", "composite": 0.7, "delta": 0.01, "ci95": [-0.02, 0.04]}
+REJECTED = {**IDENTITY, "outcome": "rejected", "composite": None, "delta": None,
+            "reason": f"gate 4 (receipt): receipt.json: miner is {HOSTILE}"}
 
 
 @pytest.mark.parametrize(("template", "result", "says"), [
     # a new king: the full breakdown in the summary, the delta in the comment
-    ("summary", KING, ["New king", "| mmlu | 0.812 | 0.790 | 0.750 | 2.40 | 0.487 | 0.320",
+    ("summary", KING, ["New king", "| mmlu | 0.812 | 0.79 | 0.750 | 2.40 | 0.487 | 0.320",
                        "+0.0050 to +0.0550", "$0.4100"]),
-    ("comment", KING, ["is the new king", "+0.0234", "0.6900"]),
+    ("comment", KING, ["is the new king", "+0.0234", "0.6900", "+0.0050 to +0.0550"]),
     ("summary", FIRST, ["no king reigned"]),
     ("comment", FIRST, ["**0.7134**"]),
-    # a loss: the composite, the delta and the margin it missed
-    ("summary", LOST, ["Not crowned", "0.7000", "+0.0100", "+0.0200"]),
-    ("comment", LOST, ["did not take the crown", "+0.0100"]),
+    # a loss: the composite, the delta, its interval and what it missed, at two decimals
+    ("summary", LOST, ["Not crowned", "0.70", "+0.01", "-0.02 to +0.04", "+0.02",
+                       "interval above zero"]),
+    ("comment", LOST, ["did not take the crown", "+0.01", "-0.02 to +0.04"]),
     # a rejection: the gate and its reason
     ("summary", REJECTED, ["Rejected", "gate 4 \\(receipt\\)"]),
     ("comment", REJECTED, ["was rejected", "No score is published"]),
@@ -52,6 +50,8 @@ def test_reports_say_what_the_outcome_allows(template, result, says):
         assert phrase in text
     if result["outcome"] != "king":
         assert "0.812" not in text and "novelty" not in text and "cached" not in text
+    if result["outcome"] == "lost":  # nothing finer than the disclosure precision
+        assert not re.search(r"\d\.\d{3}", text)
 
 
 @pytest.mark.parametrize("template", ["summary", "comment"])
@@ -62,4 +62,4 @@ def test_untrusted_text_is_escaped(template):
 
 def test_margin_in_reports_comes_from_the_rules():
     wide = dataclasses.replace(OFFICIAL, win_margin=0.05)
-    assert "+0.0500" in render_result("comment", LOST, wide)
+    assert "+0.05" in render_result("comment", LOST, wide)

@@ -13,15 +13,20 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluator.evaluate import Contender
+from evaluator.evaluate import Contender, partition
 from evaluator.loop import LiveOutcome, coordinator_transcript
+from evaluator.records import Partition
 from evaluator.rules import OFFICIAL, ROLES
 from evaluator.types import AnsweredItem, Decision, Item, ModelAnswer
 
 # a tiny θ and the sizes of make_sets(), as the overrides a CLI run reads
+# small halves make the eval/audit gap a coin toss: the overfit gate is off unless a test
+# turns it on (STRICT)
 SMALL = {"hidden_size": 8, "svf_scale_count": 8, "eval_size": 20, "audit_size": 10,
-         "live_size": 6}
+         "live_size": 6, "overfit_reject_gap": 1.0, "overfit_penalty_gap": 1.0}
 RULES = dataclasses.replace(OFFICIAL, **SMALL)
+STRICT = dataclasses.replace(RULES, overfit_reject_gap=OFFICIAL.overfit_reject_gap,
+                             overfit_penalty_gap=OFFICIAL.overfit_penalty_gap)
 CATEGORIES = ("c0", "c1")
 SECRET = "SECRET"
 
@@ -37,23 +42,28 @@ def right_model(category: str) -> int:
     return CATEGORIES.index(category)
 
 
-def answered(it: Item, audit_broken: bool = False) -> AnsweredItem:
+# the partition the tests draw, so they know which pool items land in the audit half
+DRAWN = Partition(seed="0123456789abcdef" * 4, salt="fe" * 16)
+
+
+def answered(it: Item, broken: bool = False) -> AnsweredItem:
     answers = {}
     for m, name in enumerate(RULES.pool_names):
-        correct = m == right_model(it.category) and not (audit_broken and m == 0)
+        correct = m == right_model(it.category) and not (broken and m == 0)
         answers[name] = ModelAnswer(text=f"{SECRET}-ANSWER {it.id} by {name}", correct=correct)
     return AnsweredItem(item=it, answers=answers)
 
 
-def make_sets(n_eval=20, n_audit=10, n_live=6, broken_audit=()):
-    """Hidden sets; benchmarks in `broken_audit` have model 0 wrong on every audit item."""
+def make_sets(n_live=6, broken_audit=(), rules=RULES):
+    """Hidden sets; in `broken_audit` benchmarks model 0 is wrong on every item DRAWN puts
+    in the audit half."""
     sets = {}
-    for bench in RULES.benchmarks:
-        sets[bench] = {
-            "eval": [answered(item(bench, "eval", i)) for i in range(n_eval)],
-            "audit": [answered(item(bench, "audit", i), bench in broken_audit)
-                      for i in range(n_audit)],
-            "live": [item(bench, "live", i) for i in range(n_live)]}
+    for bench in rules.benchmarks:
+        pool = [answered(item(bench, "pool", i)) for i in range(rules.pool_size)]
+        audit = {r.item.id for r in partition(pool, DRAWN.seed, bench, rules)["audit"]}
+        if bench in broken_audit:
+            pool = [answered(r.item, r.item.id in audit) for r in pool]
+        sets[bench] = {"pool": pool, "live": [item(bench, "live", i) for i in range(n_live)]}
     return sets
 
 
@@ -124,12 +134,34 @@ def contender(route, miner="alice", generation=1, pr=12, role=1, noise=0.0):
 FAST_KDF = {"log2_n": 10, "r": 1, "p": 1}
 
 
-def seal_sets(directory: Path, sets: dict, password: str) -> Path:
-    """Seal the fake sets the way `tinyrouter seal` does, with a cheap KDF."""
-    from evaluator.benchmarks.sealing import KdfParams, seal_split, sealed_path
+def train_items(bench: str, n: int = 40) -> list[Item]:
+    """Public train items of the fake benchmark: both categories, none of them hidden."""
+    return [item(bench, "train", i) for i in range(n)]
 
+
+def seal_sets(directory: Path, sets: dict, password: str, repo: Path | None = None) -> Path:
+    """Seal the fake sets the way `tinyrouter seal` does (a cheap KDF), with their public
+    train items, and write the manifest into `repo`'s leaderboard when one is given."""
+    from evaluator.baselines import from_answered
+    from evaluator.benchmarks.sealing import (
+        KdfParams,
+        build_manifest,
+        seal_split,
+        sealed_path,
+        write_train_items,
+    )
+    from evaluator.files import write_json
+    from evaluator.store import Store
+
+    entries = {}
     for bench, splits in sets.items():
-        for split, rows in splits.items():
-            seal_split(sealed_path(directory, bench, split), [r.to_dict() for r in rows],
-                       bench, split, password, KdfParams(**FAST_KDF))
+        public = {split: {"count": len(rows), "commitment": seal_split(
+            sealed_path(directory, bench, split), [r.to_dict() for r in rows], bench, split,
+            password, KdfParams(**FAST_KDF))} for split, rows in splits.items()}
+        train = train_items(bench)
+        write_train_items(directory, bench, train)
+        entries[bench] = {"splits": public, "train_ids": [i.id for i in train],
+                          "baselines": from_answered(splits["pool"], RULES.pool_names)}
+    if repo is not None:
+        write_json(Store(repo).file("manifest.json"), build_manifest(entries))
     return directory

@@ -11,7 +11,15 @@ import numpy as np
 import pytest
 
 from evaluator import cli
-from evaluator.benchmarks.sealing import KdfParams, seal_split, sealed_path
+from evaluator.baselines import from_answered
+from evaluator.benchmarks.sealing import (
+    KdfParams,
+    build_manifest,
+    seal_split,
+    sealed_path,
+    write_train_items,
+)
+from evaluator.files import write_json
 from evaluator.leaderboard import check_result
 from evaluator.loop import coordinator_transcript
 from evaluator.rules import OFFICIAL, ROLES
@@ -75,14 +83,21 @@ def world(tmp_path_factory):
                                                 *LENIENT)}
     (tmp / "competition.json").write_text(json.dumps(overrides))
     entries, sets = corpus_and_sets(rules)
+    manifest = {}
     for bench, splits in sets.items():
-        for split, rows in splits.items():
-            seal_split(sealed_path(tmp / "sealed", bench, split), [r.to_dict() for r in rows],
-                       bench, split, PASSWORD, KdfParams(log2_n=10, r=1))
+        public = {split: {"count": len(rows), "commitment": seal_split(
+            sealed_path(tmp / "sealed", bench, split), [r.to_dict() for r in rows], bench, split,
+            PASSWORD, KdfParams(log2_n=10, r=1))} for split, rows in splits.items()}
+        train = [row.item for row in splits["pool"][:6]]  # stands in: public, as far as routing goes
+        write_train_items(tmp / "sealed", bench, [dataclasses.replace(i, id=f"train-{i.id}")
+                                                  for i in train])
+        manifest[bench] = {"splits": public, "train_ids": [f"train-{i.id}" for i in train],
+                           "baselines": from_answered(splits["pool"], rules.pool_names)}
     personas = {m: {b: {c: 0.9 if k == j else 0.2 for j, c in enumerate(CATEGORIES)}
                     for b in rules.benchmarks} for k, m in enumerate(rules.pool_names)}
     with serve_simulator(Simulator(entries, personas, seed=0, rules=rules)) as url:
-        yield {"tmp": tmp, "rules": rules, "encoder": encoder, "pool": url, "sets": sets}
+        yield {"tmp": tmp, "rules": rules, "encoder": encoder, "pool": url, "sets": sets,
+               "manifest": build_manifest(manifest)}
 
 
 def run(world, *argv):
@@ -92,6 +107,7 @@ def run(world, *argv):
 def test_crown_then_challenge(world, repo, make_submission, monkeypatch, capsys):
     rules = world["rules"]
     monkeypatch.setenv("BENCHMARK_PASSWORD", PASSWORD)
+    write_json(repo / "leaderboard" / "manifest.json", world["manifest"])
     for k, login in enumerate(("alice", "bob")):
         make_submission(repo, login, 1, seed=k + 1, rules=rules)
     records = {}
@@ -146,7 +162,7 @@ def test_the_cached_router_decides_like_the_full_forward(world):
     rules = world["rules"]
     router = load_router(str(world["encoder"]), rules)
     rng = np.random.default_rng(0)
-    transcripts = [coordinator_transcript(r.item.prompt, []) for r in world["sets"]["mmlu"]["eval"]]
+    transcripts = [coordinator_transcript(r.item.prompt, []) for r in world["sets"]["mmlu"]["pool"]]
     for _ in range(3):
         theta = np.concatenate([rng.normal(0, 1, rules.n_head_params),
                                 1 + rng.normal(0, 0.3, rules.svf_scale_count)])

@@ -1,79 +1,112 @@
 """One evaluation with fake collaborators: the measurements, the transitions, the records."""
 
 import dataclasses
+import re
 from datetime import UTC, datetime
 
 import pytest
-from evaluation_fakes import ALWAYS_0, ALWAYS_2, RULES, SMART, contender, make_sets
+from evaluation_fakes import (
+    ALWAYS_0,
+    ALWAYS_2,
+    DRAWN,
+    RULES,
+    SMART,
+    STRICT,
+    FakePool,
+    LinearRouter,
+    contender,
+    make_sets,
+)
 
-from evaluator.evaluate import evaluate
+from evaluator.evaluate import evaluate, partition
 from evaluator.leaderboard import check_result
-from evaluator.records import LOST, PUBLIC_FIELDS
+from evaluator.records import LOST, PUBLIC_FIELDS, Partition
 from evaluator.scoring import bench_score, efficiency
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-KING_NOVELTY = {"math500": 0.4, "mmlu": 0.2, "livecodebench": 0.6}
+PRECISION = RULES.disclosure_precision
+ALWAYS_1 = {None: 1}  # right on category c1 only: as good as ALWAYS_0, on the other half
 
 
-def run(challenger, king, sets, router, pool, rules=RULES, novelty=KING_NOVELTY):
-    return evaluate(challenger, king, novelty, sets, router, pool, rules, now=NOW,
-                    manifest_hash="f" * 64)
+def run(challenger, king, sets, router, pool, rules=RULES, drawn=DRAWN):
+    return evaluate(challenger, king, sets, router, pool, rules, now=NOW,
+                    manifest_hash="f" * 64, drawn=drawn)
 
 
 def test_first_passing_head_is_crowned_with_the_full_breakdown(sets, router, pool):
     result = run(contender(ALWAYS_0), None, sets, router, pool)
-    public = result.public()
+    public = result.public(PRECISION)
     assert public["outcome"] == "king"
     assert public["king_composite"] is None and public["delta"] is None
-    assert public["paired"] is None
+    assert public["ci95"] is None
     math = public["per_benchmark"]["math500"]
-    # always model 0: right on category c0 only, i.e. half; two live turns each
-    assert (math["cached_acc"], math["audit_acc"], math["live_acc"]) == (0.5, 0.5, 0.5)
-    assert math["avg_turns"] == 2.0
+    # always model 0: right on category c0 only, i.e. about half; two live turns each
+    assert math["live_acc"] == 0.5 and math["avg_turns"] == 2.0
     assert math["novelty"] == RULES.novelty_without_king
     eff = efficiency(2.0, 0.5, RULES)
     assert math["efficiency"] == pytest.approx(eff)
-    assert math["score"] == pytest.approx(bench_score(0.5, 0.5, eff, 0.5, 1.0, RULES))
+    assert math["score"] == pytest.approx(bench_score(math["cached_acc"], 0.5, eff, 0.5, 1.0,
+                                                      RULES))
     assert public["live_cost_usd"] == pytest.approx(3 * 6 * 2 * 0.001)
     assert public["evaluated_at"] == "2026-11-29T12:00:00Z"
+    assert public["partition_commitment"] == DRAWN.commitment
     check_result(public, RULES)
 
 
 def test_better_challenger_dethrones_and_the_king_is_rescored_on_the_same_items(
         sets, router, pool):
     result = run(contender(SMART), contender(ALWAYS_0, miner="bob", pr=3), sets, router, pool)
-    public, private = result.public(), result.private()
+    public, private = result.public(PRECISION), result.private(PRECISION)
     assert public["outcome"] == "king"
-    # the king played the same live questions in this run
+    # the king played the same live questions in this run, on the same partition
     assert sorted(pool.calls) == sorted([(b, 6) for b in RULES.benchmarks] * 2)
-    king = private["king"]["per_benchmark"]
-    assert {b: king[b]["novelty"] for b in king} == KING_NOVELTY
+    for bench in RULES.benchmarks:
+        for half in ("eval", "audit"):
+            assert ([i["id"] for i in private["king"]["items"][bench][half]]
+                    == [i["id"] for i in private["challenger"]["items"][bench][half]])
     assert public["king_composite"] == pytest.approx(private["king"]["composite"])
     assert public["delta"] == pytest.approx(public["composite"] - public["king_composite"])
-    # smart is right everywhere, the king on half: +0.5 cached accuracy, clearly above 0
-    low, high = public["paired"]["ci95"]
-    assert public["paired"]["delta_cached"] == 0.5
-    assert 0 < low < 0.5 < high < 1
-    # smart agrees with the king on c0 (model 0, same role) and differs on c1
-    assert public["per_benchmark"]["mmlu"]["novelty"] == pytest.approx(0.5)
+    # smart is right everywhere, the king on half: the interval lies well above zero
+    low, high = public["ci95"]
+    assert 0 < low <= public["delta"] <= high
     check_result(public, RULES)
+
+
+def test_novelty_is_symmetric_and_cancels(sets, router, pool):
+    result = run(contender(SMART), contender(ALWAYS_0, miner="bob"), sets, router, pool)
+    private = result.private(PRECISION)
+    for bench in RULES.benchmarks:
+        mine = private["challenger"]["per_benchmark"][bench]["novelty"]
+        theirs = private["king"]["per_benchmark"][bench]["novelty"]
+        # smart agrees with the king on c0 (model 0, same role) and differs on c1
+        assert mine == theirs == pytest.approx(0.5, abs=0.2)
 
 
 def test_weaker_challenger_loses_and_its_public_record_hides_the_components(
         sets, router, pool):
     result = run(contender(ALWAYS_0), contender(SMART, miner="bob"), sets, router, pool)
+    public = result.public(PRECISION)
     assert result.outcome == "lost"
-    assert tuple(sorted(result.public())) == tuple(sorted(PUBLIC_FIELDS[LOST]))
-    assert result.public()["delta"] < 0
-    check_result(result.public(), RULES)
-    # the private record keeps everything, for both heads, per item
-    private = result.private()
-    assert private["challenger"]["per_benchmark"]["math500"]["cached_acc"] == 0.5
+    assert tuple(sorted(public)) == tuple(sorted(PUBLIC_FIELDS[LOST]))
+    assert public["delta"] < 0
+    for value in (public["composite"], public["delta"], *public["ci95"]):
+        assert value == round(value, 2)
+    check_result(public, RULES)
+    # the private record keeps everything, for both heads, per item, exactly
+    private = result.private(PRECISION)
+    assert private["delta"] == result.delta and private["partition"] == DRAWN.to_dict()
     items = private["challenger"]["items"]["math500"]
     assert len(items["eval"]) == 20 and len(items["audit"]) == 10 and len(items["live"]) == 6
-    assert items["eval"][0] == {"id": "math500-eval-0", "model": RULES.pool_names[0],
-                                "role": "Worker", "correct": True}
     assert private["king"]["per_benchmark"]["math500"]["cached_acc"] == 1.0
+
+
+def test_an_equal_challenger_is_not_crowned_even_without_a_margin(sets, router, pool):
+    rules = dataclasses.replace(RULES, win_margin=0.0)
+    result = run(contender(ALWAYS_1), contender(ALWAYS_0, miner="bob"), sets, router, pool,
+                 rules)
+    # the heads differ on every item, yet neither is better: the interval straddles zero
+    low, high = result.ci95
+    assert low < 0 < high and result.outcome == "lost"
 
 
 @pytest.mark.parametrize(("margin", "outcome"), [
@@ -89,27 +122,42 @@ def test_the_margin_decides(sets, router, pool, margin, outcome):
 
 def test_exactly_the_margin_crowns(sets, router, pool):
     first = run(contender(SMART), contender(ALWAYS_0, miner="bob"), sets, router, pool)
-    gap = first.public()["composite"] - first.public()["king_composite"]
-    rules = dataclasses.replace(RULES, win_margin=round(gap, 12))
+    rules = dataclasses.replace(RULES, win_margin=round(first.delta, 12))
     assert run(contender(SMART), contender(ALWAYS_0, miner="bob"), sets, router, pool,
                rules).outcome == "king"
 
 
-def test_overfit_is_a_rejection_without_live_calls(router, pool):
+def test_overfit_is_a_rejection_without_live_calls_and_without_the_gap(router, pool):
     sets = make_sets(broken_audit=("mmlu",))
-    result = run(contender(ALWAYS_0), contender(SMART, miner="bob"), sets, router, pool)
+    result = run(contender(SMART), contender(ALWAYS_0, miner="bob"), sets, router, pool, STRICT)
+    public = result.public(PRECISION)
     assert result.outcome == "rejected"
-    assert result.public()["reason"].startswith("gate 5 (overfit): on mmlu")
-    assert result.public()["composite"] is None
-    assert pool.calls == []
-    check_result(result.public(), RULES)
+    assert public["reason"].startswith("gate 5 (overfit): on mmlu")
+    assert f"limit of {STRICT.overfit_reject_gap}" in public["reason"]
+    # the gap's digits would tell the audit accuracy: only the rule's number appears
+    assert re.findall(r"\d+\.\d+", public["reason"]) == [str(STRICT.overfit_reject_gap)]
+    assert public["composite"] is None and pool.calls == []
+    check_result(public, RULES)
+
+
+def test_every_evaluation_draws_a_fresh_partition(sets):
+    pool_rows = sets["mmlu"]["pool"]
+    first = partition(pool_rows, DRAWN.seed, "mmlu", RULES)
+    assert first == partition(pool_rows, DRAWN.seed, "mmlu", RULES)
+    other = partition(pool_rows, Partition.draw().seed, "mmlu", RULES)
+    assert {r.item.id for r in other["eval"]} != {r.item.id for r in first["eval"]}
+    assert sorted(r.item.id for r in other["eval"] + other["audit"]) == sorted(
+        r.item.id for r in pool_rows)
+    result = evaluate(contender(ALWAYS_0), None, sets, LinearRouter(), FakePool(), RULES, now=NOW)
+    assert result.partition is not None and result.partition.seed != DRAWN.seed
+    assert result.public(PRECISION)["partition_commitment"] == result.partition.commitment
 
 
 def test_a_head_that_is_never_right_still_gets_a_valid_record(sets, router, pool):
     result = run(contender(ALWAYS_2), None, sets, router, pool)
-    math = result.public()["per_benchmark"]["math500"]
+    math = result.public(PRECISION)["per_benchmark"]["math500"]
     assert (math["cached_acc"], math["live_acc"], math["efficiency"]) == (0.0, 0.0, 0.0)
-    check_result(result.public(), RULES)
+    check_result(result.public(PRECISION), RULES)
 
 
 def test_the_router_is_shared_and_batched(sets, router, pool):
@@ -121,4 +169,4 @@ def test_the_router_is_shared_and_batched(sets, router, pool):
 def test_results_are_deterministic(sets, router, pool):
     first = run(contender(SMART), contender(ALWAYS_0, miner="bob"), sets, router, pool)
     again = run(contender(SMART), contender(ALWAYS_0, miner="bob"), sets, router, pool)
-    assert first.private() == again.private()
+    assert first.private(PRECISION) == again.private(PRECISION)

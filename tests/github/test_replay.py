@@ -201,12 +201,12 @@ def components(score: float) -> dict:
 def result_record(outcome: str, miner: str, pr: int, sha: str, king: float | None) -> dict:
     base = {"format": 1, "miner": miner, "generation": 1, "pr": pr, "head_sha": sha,
             "evaluated_at": "2026-11-20T12:00:00Z", "outcome": outcome,
-            "benchmark_manifest": "f" * 64}
+            "benchmark_manifest": "f" * 64, "partition_commitment": "e" * 64}
     if outcome == "lost":
-        return {**base, "composite": 0.5, "king_composite": king, "delta": 0.5 - king}
-    return {**base, "composite": 0.6, "king_composite": king, "delta": None, "reason": None,
-            "per_benchmark": {b: components(0.6) for b in OFFICIAL.benchmarks},
-            "paired": None, "live_cost_usd": 0.41}
+        return {**base, "composite": 0.5, "delta": round(0.5 - king, 2), "ci95": [-0.2, -0.01]}
+    return {**base, "composite": 0.6, "king_composite": king, "delta": None, "ci95": None,
+            "reason": None, "per_benchmark": {b: components(0.6) for b in OFFICIAL.benchmarks},
+            "live_cost_usd": 0.41}
 
 
 def test_prepare_pins_the_gated_head(world):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from evaluator.pool.corpus import CorpusItem
 from evaluator.rules import OFFICIAL
@@ -34,6 +35,14 @@ class FakeMath:
     def grade(self, response: str, reference: str) -> bool:
         return self.extract(response) == reference
 
+    def grade_many(self, pairs: list[tuple[str, str]]) -> list[Grade]:
+        return [Grade(self.grade(response, reference)) for response, reference in pairs]
+
+
+@dataclass(frozen=True)
+class Grade:
+    correct: bool
+
 
 def make_corpus(n: int = 200) -> list[CorpusItem]:
     entries = []
@@ -51,3 +60,18 @@ class Sleeps(list):
 
     async def __call__(self, seconds: float) -> None:
         self.append(seconds)
+
+
+class FakeTime:
+    """A clock that only the client's backoff waits move: `sleep` advances `clock`."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.waits: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds

@@ -8,8 +8,9 @@ import dataclasses
 import pytest
 from pool_fakes import DEEPSEEK, GEMINI, QWEN
 
-from evaluator.loop import run_session, run_sessions
+from evaluator.loop import ANSWERED, FAILED, REFUSED, failure_share, play, run_session, run_sessions
 from evaluator.pool.ledger import Ledger, verify_ledger
+from evaluator.pool.runner import pool_runner
 from evaluator.rules import OFFICIAL
 from evaluator.types import Decision
 
@@ -100,3 +101,48 @@ def test_one_session_survives_faults_mid_loop(make_client, benchmark, corpus, si
     trajectory = asyncio.run(go())
     assert trajectory.turns[0].text in (corpus[0].right, corpus[0].wrong)
     assert trajectory.turns[1].verdict in ("ACCEPT", "REVISE")
+
+
+def play_over_http(make_client, benchmark, entries, policy, ledger=None):
+    async def go():
+        async with make_client(ledger=ledger) as client:
+            return await play([e.item for e in entries], benchmark, policy, client, OFFICIAL)
+    return asyncio.run(go())
+
+
+def test_drawn_refusals_end_only_their_own_sessions(make_client, benchmark, corpus, simulator,
+                                                    tmp_path):
+    simulator.fault_rates = {"403-moderation": 0.2}
+    path = tmp_path / "ledger.jsonl"
+    outcomes = play_over_http(make_client, benchmark, corpus[:30],
+                              fixed(*[(QWEN, "Worker"), (QWEN, "Verifier")] * 3), Ledger(path))
+    assert [o.item_id for o in outcomes] == [e.item.id for e in corpus[:30]]
+    statuses = {o.status for o in outcomes}
+    assert statuses == {ANSWERED, REFUSED}
+    assert all(not o.correct for o in outcomes if o.status == REFUSED)
+    assert any(o.correct for o in outcomes if o.status == ANSWERED)
+    assert failure_share(outcomes) == 0.0
+    # refused calls were not billed: the ledger holds the answered turns only
+    assert verify_ledger(path).entries == sum(o.n_turns for o in outcomes) - sum(
+        o.status == REFUSED for o in outcomes)
+
+
+def test_when_every_call_fails_every_item_still_has_an_outcome(make_client, benchmark, corpus,
+                                                               simulator):
+    simulator.fault_rates = {"500": 1.0}
+    outcomes = play_over_http(make_client, benchmark, corpus[:5], fixed((QWEN, "Worker")))
+    assert [o.status for o in outcomes] == [FAILED] * 5
+    assert all("gave up after 4 attempts" in o.reason and not o.correct for o in outcomes)
+    assert failure_share(outcomes) == 1.0
+
+
+def test_the_runner_shares_one_retry_budget(base_url, simulator, corpus):
+    # a spent budget: the first failure of any call is final, with no wait
+    run = pool_runner(base_url, OFFICIAL, retry_budget_seconds=0.0)
+    simulator.fault_rates = {"500": 1.0}
+    policy = fixed((QWEN, "Worker"))
+    for entries in (corpus[:2], corpus[2:4]):
+        outcomes = run("math500", [e.item for e in entries], policy)
+        assert [o.status for o in outcomes] == [FAILED] * 2
+        assert all("retry budget of 0s is spent after 1 attempts" in o.reason for o in outcomes)
+    assert simulator.requests == 4

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from evaluator.records import LOST, PUBLIC_FIELDS
+from evaluator.records import LOST, PUBLIC_FIELDS, REJECTED, UNSCORED
 from evaluator.rules import OFFICIAL
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,28 +71,38 @@ class Board:
                composite: float | None = None, reason: str | None = None) -> dict[str, Any]:
         self.pr += 1
         identity = {"miner": miner, "generation": generation, "pr": self.pr, "head_sha": SHA}
-        self.attempts.append({**identity, "at": stamp(day - 0.1)})
+        self.attempts.append({**identity, "at": stamp(day - 0.1), "weights_sha256": "e" * 64,
+                              "fingerprint": "AAAA", "gates": {"passed": True, "failed": None}})
         king = self.kings[-1] if self.kings else None
         record = {"format": 1, **identity, "evaluated_at": stamp(day), "outcome": outcome,
-                  "composite": None, "king_composite": None, "delta": None, "reason": reason}
-        if outcome != "rejected":
+                  "composite": None, "king_composite": None, "delta": None, "reason": reason,
+                  "benchmark_manifest": None, "partition_commitment": None}
+        if outcome not in UNSCORED:
             king_composite = king["composite"] if king else None
             record.update(composite=composite, king_composite=king_composite,
                           delta=None if king is None else round(composite - king_composite, 4),
-                          benchmark_manifest="f" * 64)
+                          ci95=[0.004, 0.058] if king else None, benchmark_manifest="f" * 64,
+                          partition_commitment="c" * 64)
         if outcome == "king":
-            record.update(per_benchmark=breakdown(composite), live_cost_usd=0.42,
-                          paired={"delta_cached": 0.031, "ci95": [0.004, 0.058]} if king else None)
+            record.update(per_benchmark=breakdown(composite), live_cost_usd=0.42)
             self.kings.append({**identity, "composite": composite, "crowned_at": stamp(day),
-                               "delta": record["delta"],
-                               "ci95": [0.004, 0.058] if king else None,
+                               "delta": record["delta"], "ci95": record["ci95"],
                                "scores": {b: p["score"] for b, p in breakdown(composite).items()},
-                               "per_benchmark": record["per_benchmark"],
-                               "paired": record["paired"], "previous": king})
-        if outcome == "lost":  # the disclosure rule keeps only these, exactly as evaluate does
+                               "per_benchmark": record["per_benchmark"], "previous": king})
+        if outcome == "lost":  # the disclosure rule keeps only these, rounded, as evaluate does
+            record.update(ci95=[-0.06, 0.01], composite=round(composite, 2),
+                          delta=round(record["delta"], 2))
             record = {key: record[key] for key in PUBLIC_FIELDS[LOST]}
-        _write(self.root / "results" / miner / f"{generation}.json", record)
+        name = f"{generation}.json"
+        if outcome in UNSCORED:
+            record = {key: record[key] for key in PUBLIC_FIELDS[REJECTED]}
+            if outcome != REJECTED:  # a void or stale evaluation keeps a file of its own
+                name = f"{generation}.{outcome}.{stamp(day).replace('-', '').replace(':', '')}.json"
+        _write(self.root / "results" / miner / name, record)
         return record
+
+    def fairness(self, data: dict[str, Any]) -> None:
+        _write(self.root / "fairness.json", data)
 
     def save(self) -> Path:
         lines = "".join(json.dumps(a, sort_keys=True) + "\n" for a in self.attempts)
@@ -105,8 +115,7 @@ class Board:
         if king is not None:
             previous = king["previous"]
             king = {**{k: king[k] for k in ("miner", "generation", "pr", "head_sha", "composite",
-                                             "per_benchmark", "crowned_at", "paired")},
-                    "novelty": {b: 0.3 for b in OFFICIAL.benchmarks},
+                                             "per_benchmark", "crowned_at", "ci95")},
                     "previous": previous and {k: previous[k] for k in (
                         "miner", "generation", "composite")}}
         _write(self.root / "king.json", {"format": 1, "king": king})
@@ -138,9 +147,39 @@ def busy(root: Path, seed: int = 7) -> Path:
         else:
             board.submit(miner, generations[miner], day, "lost",
                          round(composite - rng.random() * 0.05, 4))
+    board.submit("ivan", 1, 47.5, "void", reason="void: the pool failed on 4 of 60 of your "
+                 "head's live questions after retries (the limit is 5%)")
+    board.submit("ivan", 1, 47.8, "lost", 0.5)
     board.submit(HOSTILE_NAME, 1, 48.2, "lost", 0.5)
     board.submit("mallory", 1, 48.5, "rejected", reason=HOSTILE_MARKDOWN + " <b>bold</b>")
+    board.fairness(FAIRNESS)
     return board.save()
+
+
+def _rates(penalty: float, reject: float) -> dict[str, Any]:
+    return {"per_benchmark": {b: {"accuracy": 0.6, "penalty": penalty / 3, "reject": reject / 3}
+                              for b in OFFICIAL.benchmarks},
+            "any": {"penalty": penalty, "reject": reject}}
+
+
+# figures in the shape `tinyrouter fairness` writes (the numbers are made up for the pages)
+FAIRNESS = {
+    "format": 1, "source": "the demo corpus", "seed": 0,
+    "trials": {"honest": 2000, "crown": 1000, "climbers": 20},
+    "benchmarks": list(OFFICIAL.benchmarks),
+    "honest": {"reference_accuracy": 0.6, "reference": _rates(0.1913, 0.0121),
+               "best_single": _rates(0.2034, 0.0155),
+               "without": {"eval_size": 150, "audit_size": 50,
+                           "reference": _rates(0.3771, 0.0868)}},
+    "false_crown": [{"disagreement": d, "crowned": c, "margin_only": m}
+                    for d, c, m in ((0.1, 0.0, 0.071), (0.3, 0.0043, 0.1617), (0.6, 0.013, 0.23))],
+    "power": [{"disagreement": d, "advantage": a, "crowned": round(min(1, max(0, a * 18 - d)), 4),
+               "margin_only": round(min(1, a * 20), 4)}
+              for d in (0.0, 0.1, 0.3) for a in (0.01, 0.02, 0.03, 0.05)],
+    "hill_climb": [{"submissions": n, "gain": g, "without": w}
+                   for n, g, w in ((100, 0.0091, 0.0634), (300, 0.0104, 0.1331),
+                                   (1000, 0.0147, 0.1472))],
+}
 
 
 STATES = {"empty": lambda root: root, "one_king": one_king, "busy": busy}

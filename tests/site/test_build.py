@@ -25,7 +25,8 @@ pytestmark = pytest.mark.slow  # every MkDocs build takes a few seconds
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = ("index.html", "history/index.html", "evaluations/index.html", "miners/index.html",
-         "benchmarks/index.html", "downloads/index.html", "rules/index.html",
+         "benchmarks/index.html", "fairness/index.html", "downloads/index.html",
+         "rules/index.html",
          "scoring/index.html", "submitting/index.html", "maintaining/index.html")
 
 
@@ -99,10 +100,36 @@ def test_evaluations_follow_the_disclosure_rule(built_sites):
     site = built_sites["busy"]
     data = json.loads((site / "downloads/leaderboard.json").read_text())
     page = text_of(site / "evaluations/index.html")
-    assert len(re.findall(r"\b(king|lost|rejected)\b", page)) >= len(data["results"]) == 50
+    assert len(re.findall(r"\b(king|lost|rejected|void)\b", page)) >= len(data["results"]) == 52
+    assert "void: the pool failed on 4 of 60" in page
     breakdowns = pd.read_csv(site / "downloads/breakdowns.csv")
     crowned = {(r["miner"], r["generation"]) for r in data["results"] if r["outcome"] == "king"}
     assert set(zip(breakdowns["miner"], breakdowns["generation"], strict=True)) == crowned
+
+
+def test_the_fairness_page_shows_the_figures_and_what_each_rule_buys(built_sites):
+    from conftest import FAIRNESS
+
+    site = built_sites["busy"]
+    page = text_of(site / "fairness/index.html")
+    assert "19.1%" in page and "37.7%" in page  # honest penalty, now and with a fixed 150/50 split
+    assert "What the rule buys" in page and f"{OFFICIAL.audit_size}" in page
+    for row in FAIRNESS["false_crown"]:
+        assert f"{100 * row['margin_only']:.1f}%" in page
+    assert "+0.015" in page and "+0.147" in page  # the hill-climber, with and without the rules
+    chart = (site / "assets/charts/fairness.svg").read_text(encoding="utf-8")
+    assert "<svg" in chart
+    assert 'src="../assets/charts/fairness.svg"' in (site / "fairness/index.html").read_text()
+    empty = text_of(built_sites["empty"] / "fairness/index.html")
+    assert "Not computed yet" in empty and "tinyrouter fairness --json" in empty
+
+
+def test_a_fairness_file_that_breaks_its_schema_is_left_out(tmp_path, make_state, caplog):
+    board = make_state("one_king")
+    (board / "fairness.json").write_text(json.dumps({"format": 1, "power": "lots"}))
+    site = build_site(tmp_path / "public", board, OFFICIAL)
+    assert "Not computed yet" in text_of(site / "fairness/index.html")
+    assert "leaves the figures out" in caplog.text
 
 
 def test_one_page_per_miner_reachable_from_the_miners_page(built_sites):
@@ -111,7 +138,7 @@ def test_one_page_per_miner_reachable_from_the_miners_page(built_sites):
     index = (site / "miners/index.html").read_text(encoding="utf-8")
     names = {r["miner"] for r in data["results"]}
     pages = [p for p in (site / "miners").iterdir() if p.is_dir()]
-    assert len(pages) == len(names) == 10
+    assert len(pages) == len(names) == 11
     for page in pages:
         assert f'href="{page.name}/"' in index
 
@@ -137,7 +164,7 @@ def test_csv_cells_cannot_become_spreadsheet_formulas(tmp_path):
 
     state = LeaderboardState(results=[Result.from_dict({"miner": "=HYPERLINK(\"x\")",
                                                         "outcome": "lost"})])
-    frame = pd.read_csv(io.StringIO(download_files(state, ["mmlu"])["evaluations.csv"]))
+    frame = pd.read_csv(io.StringIO(download_files(state, OFFICIAL)["evaluations.csv"]))
     assert frame["miner"][0] == "'=HYPERLINK(\"x\")"
 
 
@@ -146,13 +173,21 @@ def test_rules_pages_render_the_numbers_in_force(built_sites, make_state, tmp_pa
                                                                                    "scoring")}
     assert f"+ {OFFICIAL.win_margin}" in official["rules"]
     assert f"({OFFICIAL.max_turns} − avg_turns) / {OFFICIAL.max_turns - 1}" in official["scoring"]
+    assert f"audit {OFFICIAL.audit_size}" in official["rules"]
+    assert f"{OFFICIAL.bootstrap_resamples:,} times" in official["scoring"]
     changed = dataclasses.replace(OFFICIAL, win_margin=0.037, max_turns=7, eval_size=321,
-                                  weight_novelty=0.09)
+                                  audit_size=123, weight_novelty=0.09, duplicate_agreement=0.91,
+                                  disclosure_precision=0.05, void_failure_share=0.1,
+                                  bootstrap_resamples=999)
     site = build_site(tmp_path / "public", make_state("one_king"), changed)
     rules, scoring = (text_of(site / f"{p}/index.html") for p in ("rules", "scoring"))
     assert "+ 0.037" in rules and f"+ {OFFICIAL.win_margin}" not in rules
     assert "(7 − avg_turns) / 6" in scoring and "321 eval questions" in scoring
     assert "0.09·novelty" in scoring
+    assert "eval 321" in rules and "audit 123" in rules and "scored pool of 444" in rules
+    assert "fewer than 91% of the public train items" in rules
+    assert "rounded to 0.05" in rules and "more than 10% of either head" in rules
+    assert "999 times" in scoring and "123 audit questions" in scoring
     assert "A challenger needs 0.6493 or more" in text_of(site / "index.html")
 
 
@@ -161,7 +196,8 @@ def test_rules_pages_render_the_numbers_in_force(built_sites, make_state, tmp_pa
     OFFICIAL.win_margin, OFFICIAL.eval_size, OFFICIAL.audit_size, OFFICIAL.n_params,
     OFFICIAL.svf_scale_count, OFFICIAL.duplicate_cosine, OFFICIAL.overfit_reject_gap,
     OFFICIAL.overfit_penalty_gap, OFFICIAL.overfit_penalty_factor, OFFICIAL.weight_cached,
-    OFFICIAL.hidden_size, OFFICIAL.bootstrap_resamples,
+    OFFICIAL.hidden_size, OFFICIAL.bootstrap_resamples, OFFICIAL.pool_size,
+    OFFICIAL.duplicate_agreement, OFFICIAL.disclosure_precision, OFFICIAL.live_size,
 ])
 def test_guides_hold_no_copy_of_a_rule(value):
     written = [f"{value}", f"{value:,}" if isinstance(value, int) else f"{value}"]

@@ -26,7 +26,7 @@ def test_one_king(make_state):
 def test_results_are_newest_first_and_grouped_by_miner(make_state, hostile):
     state = load_state(make_state("busy"))
     times = [r.evaluated_at for r in state.results]
-    assert times == sorted(times, reverse=True) and len(times) == 50
+    assert times == sorted(times, reverse=True) and len(times) == 52
     miners = {m.name: m for m in state.miners()}
     assert hostile["name"] in miners
     assert sum(m.crowns for m in miners.values()) == len(state.kings) == 6

@@ -1,0 +1,465 @@
+"""The fairness figures: a seeded Monte Carlo of the competition's own scoring under its rules.
+
+A correctness matrix gives, per benchmark, each pool model's chance of answering each item
+right with one Worker answer (the demo corpus's personas, or measured data in the
+`tasks[].per_model` format). Every trial draws a hidden benchmark from it as sealing does
+(a scored pool and a live split per benchmark, each cached answer's correctness drawn once),
+heads as one model choice per item, and this evaluation's partition of the pool, then scores
+them with `evaluator.scoring`: the overfit gate, the composite, the paired bootstrap and the
+crown rule, exactly the code an evaluation runs.
+
+The figures, each also computed with one rule taken away (what that rule buys):
+
+- **honest**: how often a head that fits nothing crosses the overfit penalty or reject line,
+  per benchmark and on any of them; a reference head at accuracy 0.6, and the heads that
+  always pick the matrix's best single model. Without: the old 150/50 eval/audit split.
+- **false crown**: how often a challenger exactly as good as the king is crowned, when the
+  two heads' choices differ on 10, 30 or 60 % of items. Without: the margin alone decides.
+- **power**: how often a challenger truly better by 0.01–0.05 composite is crowned: an equal
+  challenger (choices differing from the king's on 0, 10 or 30 % of items) that also picks
+  each item's best model more often. Without: the margin alone.
+- **hill climb**: what a miner gains on the board, not in routing, by submitting random
+  variations of a head and keeping whichever published delta went up (one king, many sybil
+  logins). Without: a fixed split and exact published deltas.
+
+Modelling choices, documented on the site's Fairness page: live questions take 1, 2 or 3
+turns (probabilities 0.25, 0.5, 0.25), and the same choice on the same item takes the same
+turns and gets the same grade for both heads; a live answer is right with the same chance as
+that model's cached answer; a matrix with fewer items than a hidden benchmark needs is
+sampled with replacement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluator.baselines import matrix_from_json
+from evaluator.errors import BaselineError
+from evaluator.rules import ROLES, Competition
+from evaluator.scoring import (
+    TOLERANCE,
+    Measured,
+    composite,
+    crowns,
+    novelty,
+    overfit,
+    paired_interval,
+    score_benchmark,
+)
+from evaluator.types import Decision
+
+FORMAT = 1
+REFERENCE_ACCURACY = 0.6
+DISAGREEMENTS = (0.1, 0.3, 0.6)
+ADVANTAGES = (0.01, 0.02, 0.03, 0.05)
+POWER_DISAGREEMENTS = (0.0, 0.1, 0.3)  # 0: a successor that changes only what it improves
+SUBMISSIONS = (100, 300, 1000)
+CLIMB_MUTATION = 0.05  # the share of items whose choice one variation of the weights changes
+CLIMB_CHECK_PARTITIONS = 16  # fresh partitions averaged to score a climber's head
+OLD_AUDIT_SIZE = 50  # the audit split before the scored pool (a fixed 150/50 split)
+TURNS, TURN_WEIGHTS = np.array([1, 2, 3]), np.array([0.25, 0.5, 0.25])
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """Per benchmark, an (items, models) array of each model's chance to answer right."""
+
+    source: str
+    p: dict[str, np.ndarray]
+
+    def check(self, rules: Competition) -> None:
+        for bench, p in self.p.items():
+            if p.ndim != 2 or p.shape[1] != rules.n_models or len(p) == 0:
+                raise BaselineError(f"the {bench} matrix must have one column per pool model "
+                                    f"({rules.n_models}); it has shape {p.shape}")
+
+
+def demo_matrix(rules: Competition) -> Matrix:
+    """The demo corpus: whether each persona's first Worker answer is right (0 or 1)."""
+    from evaluator.pool.simulator import bundled_simulator
+
+    sim = bundled_simulator(rules)
+    by_bench: dict[str, list[list[float]]] = {b: [] for b in rules.benchmarks}
+    for entry in sim.entries:
+        if entry.item.benchmark in by_bench:
+            by_bench[entry.item.benchmark].append(
+                [float(sim.worker_right(m, entry.item)) for m in rules.pool_names])
+    return Matrix("the demo corpus", {b: np.array(rows) for b, rows in by_bench.items() if rows})
+
+
+def read_matrix(paths: Sequence[Path], rules: Competition) -> Matrix:
+    """Matrices in the `{"benchmark", "tasks": [{"id", "per_model": {model: [0|1, ...]}}]}`
+    format, one file per benchmark; each cell's chance is the mean of its samples."""
+    p = {}
+    for path in paths:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BaselineError(f"cannot read the correctness matrix {path}: {exc}") from exc
+        bench = data.get("benchmark") if isinstance(data, dict) else None
+        if not isinstance(bench, str) or not bench:
+            raise BaselineError(f"{path} names no 'benchmark'")
+        if bench in p:
+            raise BaselineError(f"two matrices for {bench}")
+        p[bench] = matrix_from_json(data).means()
+    matrix = Matrix(", ".join(Path(x).name for x in paths), p)
+    matrix.check(rules)
+    return matrix
+
+
+def reference_matrix(rules: Competition, accuracy: float = REFERENCE_ACCURACY) -> Matrix:
+    """Every model right with the same chance on every item: a head of exactly that accuracy."""
+    return Matrix(f"accuracy {accuracy}", {b: np.full((rules.pool_size, rules.n_models), accuracy)
+                                           for b in rules.benchmarks})
+
+
+def rules_for(matrix: Matrix, rules: Competition) -> Competition:
+    """The rules over the benchmarks the matrix has (peer data lacks livecodebench)."""
+    benches = tuple(b for b in rules.benchmarks if b in matrix.p) or tuple(matrix.p)
+    return dataclasses.replace(rules, benchmarks=benches)
+
+
+# ---------------------------------------------------------------- one hidden benchmark
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """One drawn hidden benchmark: per benchmark the chances and the drawn 0/1 correctness of
+    every model on the scored pool and on the live split."""
+
+    p_pool: dict[str, np.ndarray]
+    p_live: dict[str, np.ndarray]
+    pool: dict[str, np.ndarray]
+    live: dict[str, np.ndarray]
+
+
+def draw_hidden(matrix: Matrix, rules: Competition, rng: np.random.Generator) -> Hidden:
+    parts: dict[str, dict[str, np.ndarray]] = {k: {} for k in ("p_pool", "p_live", "pool", "live")}
+    for bench in rules.benchmarks:
+        p = matrix.p[bench]
+        need = rules.pool_size + rules.live_size
+        rows = p[rng.choice(len(p), need, replace=len(p) < need)]
+        drawn = rng.random(rows.shape) < rows
+        parts["p_pool"][bench], parts["p_live"][bench] = rows[:rules.pool_size], rows[rules.pool_size:]
+        parts["pool"][bench], parts["live"][bench] = drawn[:rules.pool_size], drawn[rules.pool_size:]
+    return Hidden(**parts)
+
+
+Halves = dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+def draw_halves(rules: Competition, rng: np.random.Generator) -> Halves:
+    """This evaluation's partition of every benchmark's pool into eval and audit."""
+    halves = {}
+    for bench in rules.benchmarks:
+        order = rng.permutation(rules.pool_size)
+        halves[bench] = (order[:rules.eval_size], order[rules.eval_size:])
+    return halves
+
+
+@dataclass(frozen=True)
+class Head:
+    """Per benchmark: the model chosen for each pool item, for each live item, and the turns
+    each live item takes."""
+
+    pool: dict[str, np.ndarray]
+    live: dict[str, np.ndarray]
+    turns: dict[str, np.ndarray]
+
+
+def best_single(hidden: Hidden, matrix: Matrix, rules: Competition) -> Head:
+    """The head that always picks the matrix's best model of each benchmark."""
+    best = {b: int(np.argmax(matrix.p[b].mean(axis=0))) for b in rules.benchmarks}
+    return Head(pool={b: np.full(rules.pool_size, best[b]) for b in rules.benchmarks},
+                live={b: np.full(rules.live_size, best[b]) for b in rules.benchmarks},
+                turns={b: np.full(rules.live_size, 2) for b in rules.benchmarks})
+
+
+def draw_turns(n: int, rng: np.random.Generator) -> np.ndarray:
+    return rng.choice(TURNS, n, p=TURN_WEIGHTS)
+
+
+def equal_pair(base: Head, disagreement: float, rules: Competition,
+               rng: np.random.Generator) -> tuple[Head, Head]:
+    """(king, challenger) of equal true quality: on a `disagreement` share of items they pick
+    two different models, drawn as an ordered pair, so either head is as likely to hold the
+    better one; elsewhere both pick the base head's model and take the same turns."""
+    heads: tuple[dict, dict] = ({"pool": {}, "live": {}, "turns": {}},
+                                {"pool": {}, "live": {}, "turns": {}})
+    models = rules.n_models
+    for bench in rules.benchmarks:
+        for part in ("pool", "live"):
+            base_choice = getattr(base, part)[bench]
+            differ = rng.random(base_choice.size) < disagreement
+            first = rng.integers(0, models, base_choice.size)
+            second = (first + rng.integers(1, models, base_choice.size)) % models
+            heads[0][part][bench] = np.where(differ, first, base_choice)
+            heads[1][part][bench] = np.where(differ, second, base_choice)
+            if part == "live":
+                shared = draw_turns(base_choice.size, rng)
+                heads[0]["turns"][bench] = shared
+                heads[1]["turns"][bench] = np.where(differ, draw_turns(base_choice.size, rng),
+                                                    shared)
+    return Head(**heads[0]), Head(**heads[1])
+
+
+def improved(head: Head, hidden: Hidden, share: float, rules: Competition,
+             rng: np.random.Generator) -> Head:
+    """The head with each item's choice moved, with chance `share`, to the model most likely
+    right on it (a real improvement: the chances, not this draw's outcomes, decide)."""
+    parts: dict[str, dict[str, np.ndarray]] = {"pool": {}, "live": {}}
+    for bench in rules.benchmarks:
+        for part, p in (("pool", hidden.p_pool[bench]), ("live", hidden.p_live[bench])):
+            choice = getattr(head, part)[bench]
+            moves = rng.random(choice.size) < share
+            parts[part][bench] = np.where(moves, np.argmax(p, axis=1), choice)
+    return Head(parts["pool"], parts["live"], head.turns)
+
+
+def improvement_slope(matrix: Matrix, disagreement: float, rules: Competition) -> float:
+    """The true composite gain of `improved(share=1)` over an `equal_pair` challenger, in
+    expectation: per benchmark the accuracy it adds, times what accuracy is worth."""
+    gains = []
+    for bench in rules.benchmarks:
+        p = matrix.p[bench]
+        best = int(np.argmax(p.mean(axis=0)))
+        top = p.max(axis=1)
+        # the challenger picks the base model, or (on disagreement) any model, each equally
+        any_model = (top[:, None] - p).mean(axis=1)
+        gains.append(float(((1 - disagreement) * (top - p[:, best])
+                            + disagreement * any_model).mean()))
+    mean_turns = float(TURNS @ TURN_WEIGHTS)
+    spare = max(0.0, (rules.max_turns - mean_turns) / (rules.max_turns - 1))
+    worth = rules.weight_cached + rules.weight_live + rules.weight_efficiency * spare
+    return float(np.mean(gains)) * worth
+
+
+# ---------------------------------------------------------------- scoring, as an evaluation does
+
+
+def measure(hidden: Hidden, head: Head, halves: Halves, bench: str) -> Measured:
+    pool = hidden.pool[bench][np.arange(head.pool[bench].size), head.pool[bench]]
+    live = hidden.live[bench][np.arange(head.live[bench].size), head.live[bench]]
+    eval_idx, audit_idx = halves[bench]
+    return Measured(pool[eval_idx].astype(float), pool[audit_idx].astype(float),
+                    live.astype(float), head.turns[bench].astype(float))
+
+
+def _decisions(choices: np.ndarray) -> list[Decision]:
+    return [Decision(str(int(c)), ROLES[1]) for c in choices]  # every turn 1 a Worker
+
+
+def novelties(first: Head, second: Head | None, halves: Halves,
+              rules: Competition) -> dict[str, float]:
+    """Novelty as an evaluation computes it: on the first eval questions, the same for both."""
+    values = {}
+    for bench in rules.benchmarks:
+        eval_idx = halves[bench][0][:rules.novelty_questions]
+        theirs = None if second is None else _decisions(second.pool[bench][eval_idx])
+        values[bench] = novelty(_decisions(first.pool[bench][eval_idx]), theirs, rules)
+    return values
+
+
+@dataclass(frozen=True)
+class Scored:
+    composite: float
+    rejected: bool
+    penalised: dict[str, bool]
+    rejected_on: dict[str, bool]
+    measured: dict[str, Measured]
+
+
+def score(hidden: Hidden, head: Head, halves: Halves, nov: dict[str, float],
+          rules: Competition) -> Scored:
+    scores, penalised, rejected, measured = {}, {}, {}, {}
+    for bench in rules.benchmarks:
+        m = measured[bench] = measure(hidden, head, halves, bench)
+        cached, audit = float(m.eval_correct.mean()), float(m.audit_correct.mean())
+        verdict = overfit(cached, audit, rules)
+        penalised[bench], rejected[bench] = verdict.penalty < 1.0, verdict.rejected
+        scores[bench] = score_benchmark(cached, audit, float(m.live_correct.mean()),
+                                        float(m.live_turns.mean()), nov[bench], rules).score
+    return Scored(composite(scores, rules), any(rejected.values()), penalised, rejected, measured)
+
+
+def crowned(hidden: Hidden, king: Head, challenger: Head, halves: Halves, rules: Competition,
+            interval: bool = True) -> bool:
+    """Whether the challenger takes the crown in this evaluation (the overfit gate first)."""
+    nov = novelties(challenger, king, halves, rules)
+    mine = score(hidden, challenger, halves, nov, rules)
+    if mine.rejected:
+        return False
+    theirs = score(hidden, king, halves, nov, rules)
+    if mine.composite - theirs.composite < rules.win_margin - TOLERANCE:
+        return False  # the margin fails: no need for the interval
+    if not interval:
+        return True
+    _, (low, _) = paired_interval(mine.measured, theirs.measured, nov, rules)
+    return crowns(mine.composite, theirs.composite, low, rules)
+
+
+# ---------------------------------------------------------------- the figures
+
+
+def _rate(hits: Sequence[bool]) -> float:
+    return float(np.mean(hits)) if len(hits) else math.nan
+
+
+def honest_rates(matrix: Matrix, rules: Competition, trials: int,
+                 rng: np.random.Generator) -> dict[str, Any]:
+    """Penalty and reject rates of the best-single head, per benchmark and on any of them."""
+    hits: dict[str, list[tuple[bool, bool]]] = {b: [] for b in rules.benchmarks}
+    anyone: list[tuple[bool, bool]] = []
+    accuracy = {b: float(matrix.p[b].mean(axis=0).max()) for b in rules.benchmarks}
+    for _ in range(trials):
+        hidden = draw_hidden(matrix, rules, rng)
+        head = best_single(hidden, matrix, rules)
+        halves = draw_halves(rules, rng)
+        s = score(hidden, head, halves, dict.fromkeys(rules.benchmarks, 0.5), rules)
+        for bench in rules.benchmarks:
+            hits[bench].append((s.penalised[bench], s.rejected_on[bench]))
+        anyone.append((any(s.penalised.values()), s.rejected))
+    return {
+        "per_benchmark": {b: {"accuracy": accuracy[b],
+                              "penalty": _rate([h[0] for h in hits[b]]),
+                              "reject": _rate([h[1] for h in hits[b]])}
+                          for b in rules.benchmarks},
+        "any": {"penalty": _rate([h[0] for h in anyone]),
+                "reject": _rate([h[1] for h in anyone])},
+    }
+
+
+def crown_rate(matrix: Matrix, rules: Competition, trials: int, rng: np.random.Generator,
+               disagreement: float, share: float = 0.0) -> dict[str, float]:
+    """P(crowned) with the interval rule and with the margin alone, for an equal pair at
+    `disagreement` whose challenger is `improved` by `share`."""
+    with_interval, margin_only = [], []
+    for _ in range(trials):
+        hidden = draw_hidden(matrix, rules, rng)
+        king, challenger = equal_pair(best_single(hidden, matrix, rules), disagreement, rules, rng)
+        if share > 0:
+            challenger = improved(challenger, hidden, share, rules, rng)
+        halves = draw_halves(rules, rng)
+        margin = crowned(hidden, king, challenger, halves, rules, interval=False)
+        margin_only.append(margin)
+        with_interval.append(margin and crowned(hidden, king, challenger, halves, rules))
+    return {"crowned": _rate(with_interval), "margin_only": _rate(margin_only)}
+
+
+def mutate(head: Head, rules: Competition, rng: np.random.Generator) -> Head:
+    """Another head from a small change of the weights: a few items' choices move at random."""
+    parts: dict[str, dict[str, np.ndarray]] = {"pool": {}, "live": {}}
+    for bench in rules.benchmarks:
+        for part in parts:
+            choice = getattr(head, part)[bench]
+            moves = rng.random(choice.size) < CLIMB_MUTATION
+            parts[part][bench] = np.where(moves, rng.integers(0, rules.n_models, choice.size),
+                                          choice)
+    return Head(parts["pool"], parts["live"], head.turns)
+
+
+def expected_delta(hidden: Hidden, head: Head, king: Head, partitions: list[Halves],
+                   rules: Competition) -> float:
+    """The head's mean composite delta to the king over partitions (what it would score)."""
+    deltas = []
+    for halves in partitions:
+        nov = novelties(head, king, halves, rules)
+        deltas.append(score(hidden, head, halves, nov, rules).composite
+                      - score(hidden, king, halves, nov, rules).composite)
+    return float(np.mean(deltas))
+
+
+def climb(matrix: Matrix, rules: Competition, climbers: int, rng: np.random.Generator,
+          fresh: bool, precision: float | None) -> dict[int, float]:
+    """Mean gain on the board after each count of SUBMISSIONS of a composite-only hill-climber.
+
+    The climber starts from the king's head; each submission is a random variation of its
+    best head so far, kept when the published delta beats the best one seen. `fresh`: every
+    evaluation draws a new partition (else one fixed split); `precision`: deltas are published
+    rounded to it (None: exactly).
+    """
+    checkpoints = sorted(SUBMISSIONS)
+    gains: dict[int, list[float]] = {n: [] for n in checkpoints}
+    for _ in range(climbers):
+        hidden = draw_hidden(matrix, rules, rng)
+        king = best_single(hidden, matrix, rules)
+        fixed = draw_halves(rules, rng)
+        check = [draw_halves(rules, rng) for _ in range(CLIMB_CHECK_PARTITIONS)] if fresh else [fixed]
+        best, seen = king, 0.0
+        for n in range(1, checkpoints[-1] + 1):
+            candidate = mutate(best, rules, rng)
+            halves = draw_halves(rules, rng) if fresh else fixed
+            nov = novelties(candidate, king, halves, rules)
+            mine = score(hidden, candidate, halves, nov, rules)
+            if not mine.rejected:
+                delta = mine.composite - score(hidden, king, halves, nov, rules).composite
+                shown = delta if precision is None else round(delta / precision) * precision
+                if shown > seen + TOLERANCE:
+                    best, seen = candidate, shown
+            if n in gains:
+                gains[n].append(expected_delta(hidden, best, king, check, rules))
+    return {n: float(np.mean(v)) for n, v in gains.items()}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How many trials each figure runs."""
+
+    honest: int = 2000
+    crown: int = 1000
+    climbers: int = 20
+
+    def scaled(self, factor: float) -> Budget:
+        return Budget(*(max(1, round(getattr(self, f.name) * factor))
+                        for f in dataclasses.fields(self)))
+
+
+def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed: int = 0,
+            progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """Every fairness figure under `rules` and with each rule taken away, as JSON data."""
+    matrix.check(rules)
+    rules = rules_for(matrix, rules)
+    streams = iter(np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(64))
+    old_split = dataclasses.replace(rules, audit_size=OLD_AUDIT_SIZE)
+    reference = reference_matrix(rules)
+
+    progress("honest heads")
+    honest = {
+        "reference_accuracy": REFERENCE_ACCURACY,
+        "reference": honest_rates(reference, rules, budget.honest, next(streams)),
+        "best_single": honest_rates(matrix, rules, budget.honest, next(streams)),
+        "without": {"eval_size": old_split.eval_size, "audit_size": old_split.audit_size,
+                    "reference": honest_rates(reference_matrix(old_split), old_split,
+                                              budget.honest, next(streams))},
+    }
+    progress("equal challengers")
+    false_crown = [{"disagreement": d, **crown_rate(matrix, rules, budget.crown, next(streams), d)}
+                   for d in DISAGREEMENTS]
+    progress("better challengers")
+    power = []
+    for disagreement in POWER_DISAGREEMENTS:
+        slope = improvement_slope(matrix, disagreement, rules)
+        for advantage in ADVANTAGES:
+            share = advantage / slope if slope > 0 else math.inf
+            rates = (crown_rate(matrix, rules, budget.crown, next(streams), disagreement, share)
+                     if share <= 1 else {"crowned": None, "margin_only": None})
+            power.append({"disagreement": disagreement, "advantage": advantage, **rates})
+    progress("hill-climbers")
+    fresh = climb(matrix, rules, budget.climbers, next(streams), True, rules.disclosure_precision)
+    fixed = climb(matrix, rules, budget.climbers, next(streams), False, None)
+    hill = [{"submissions": n, "gain": fresh[n], "without": fixed[n]} for n in sorted(fresh)]
+    return {
+        "format": FORMAT, "source": matrix.source, "seed": seed,
+        "trials": dataclasses.asdict(budget), "benchmarks": list(rules.benchmarks),
+        "honest": honest, "false_crown": false_crown,
+        "power": power,
+        "hill_climb": hill,
+    }

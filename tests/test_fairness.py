@@ -1,0 +1,156 @@
+"""The fairness Monte Carlo: its matrices, its heads, and figures that answer to the rules."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evaluator import fairness
+from evaluator.cli import main
+from evaluator.errors import BaselineError
+from evaluator.pool.simulator import bundled_simulator
+from evaluator.rules import OFFICIAL
+from evaluator.store import validate
+
+PEER = Path(__file__).resolve().parents[2] / "shared" / "data" / "peer-correctness"
+TINY = fairness.Budget(honest=40, crown=12, climbers=1)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return fairness.demo_matrix(OFFICIAL)
+
+
+def test_the_demo_matrix_is_the_simulators_first_worker_answer(demo):
+    sim = bundled_simulator(OFFICIAL)
+    items = [e for e in sim.entries if e.item.benchmark == "mmlu"]
+    assert demo.p["mmlu"].shape == (len(items), OFFICIAL.n_models)
+    # the simulator answers a first Worker call with the right text exactly where the matrix says
+    for entry, row in list(zip(items, demo.p["mmlu"], strict=True))[:20]:
+        for model, p in zip(OFFICIAL.pool_names, row, strict=True):
+            messages = [{"role": "system", "content": "You are the Worker."},
+                        {"role": "user", "content": entry.item.prompt}]
+            assert (sim.answer(model, messages) == entry.right) == bool(p)
+
+
+def peer_file(tmp_path, bench="math500", per_model=None):
+    per_model = per_model or {"a": [1, 0, 1, 1], "b": [0, 0, 0, 1], "c": [1, 1, 1, 1]}
+    path = tmp_path / f"{bench}.json"
+    path.write_text(json.dumps({"benchmark": bench, "tasks": [
+        {"id": "q1", "per_model": per_model}, {"id": "q2", "per_model": per_model}]}))
+    return path
+
+
+def test_a_matrix_file_gives_each_cells_share_of_right_samples(tmp_path):
+    matrix = fairness.read_matrix([peer_file(tmp_path)], OFFICIAL)
+    assert matrix.p["math500"].tolist() == [[0.75, 0.25, 1.0], [0.75, 0.25, 1.0]]
+    assert fairness.rules_for(matrix, OFFICIAL).benchmarks == ("math500",)
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("{not json", "cannot read the correctness matrix"),
+    (json.dumps({"tasks": []}), "names no 'benchmark'"),
+    (json.dumps({"benchmark": "mmlu", "tasks": "x"}), "no 'tasks' list"),
+    (json.dumps({"benchmark": "mmlu", "tasks": [{"id": 1, "per_model": {"a": [1], "b": [0]}}]}),
+     "one column per pool model"),
+])
+def test_a_bad_matrix_is_refused_with_what_is_wrong(tmp_path, content, message):
+    path = tmp_path / "m.json"
+    path.write_text(content)
+    with pytest.raises(BaselineError, match=message):
+        fairness.read_matrix([path], OFFICIAL)
+
+
+def test_an_equal_pair_differs_on_the_asked_share_and_neither_head_is_favoured(demo):
+    rng = np.random.default_rng(1)
+    hidden = fairness.draw_hidden(demo, OFFICIAL, rng)
+    base = fairness.best_single(hidden, demo, OFFICIAL)
+    differ, edge = [], []
+    for _ in range(200):
+        king, challenger = fairness.equal_pair(base, 0.3, OFFICIAL, rng)
+        differ.append(np.mean(king.pool["math500"] != challenger.pool["math500"]))
+        right = [hidden.p_pool["math500"][np.arange(300), h.pool["math500"]].mean()
+                 for h in (king, challenger)]
+        edge.append(right[1] - right[0])
+    assert np.mean(differ) == pytest.approx(0.3, abs=0.01)
+    assert abs(np.mean(edge)) < 3 * np.std(edge) / np.sqrt(len(edge))
+
+
+def test_the_improvement_is_calibrated_to_the_asked_advantage(demo):
+    rules = dataclasses.replace(OFFICIAL, overfit_penalty_gap=1.0, overfit_reject_gap=1.0)
+    advantage, rng = 0.03, np.random.default_rng(2)
+    share = advantage / fairness.improvement_slope(demo, 0.1, rules)
+    deltas = []
+    for _ in range(150):
+        hidden = fairness.draw_hidden(demo, rules, rng)
+        king, challenger = fairness.equal_pair(fairness.best_single(hidden, demo, rules), 0.1,
+                                               rules, rng)
+        challenger = fairness.improved(challenger, hidden, share, rules, rng)
+        halves = fairness.draw_halves(rules, rng)
+        nov = fairness.novelties(challenger, king, halves, rules)
+        deltas.append(fairness.score(hidden, challenger, halves, nov, rules).composite
+                      - fairness.score(hidden, king, halves, nov, rules).composite)
+    assert np.mean(deltas) == pytest.approx(advantage, abs=4 * np.std(deltas) / np.sqrt(150))
+
+
+def test_figures_follow_their_schema_and_the_seed(demo):
+    first = fairness.figures(demo, OFFICIAL, TINY, seed=5)
+    validate("fairness", first)
+    assert first == fairness.figures(demo, OFFICIAL, TINY, seed=5)
+    assert first != fairness.figures(demo, OFFICIAL, TINY, seed=6)
+    assert [row["disagreement"] for row in first["false_crown"]] == list(fairness.DISAGREEMENTS)
+    # the interval rule only ever adds a condition to the margin's
+    for row in first["false_crown"] + [r for r in first["power"] if r["crowned"] is not None]:
+        assert row["crowned"] <= row["margin_only"]
+
+
+def test_a_larger_audit_half_penalises_honest_heads_less():
+    old = dataclasses.replace(OFFICIAL, audit_size=fairness.OLD_AUDIT_SIZE)
+    now = fairness.honest_rates(fairness.reference_matrix(OFFICIAL), OFFICIAL, 600,
+                                np.random.default_rng(0))
+    before = fairness.honest_rates(fairness.reference_matrix(old), old, 600,
+                                   np.random.default_rng(0))
+    assert now["any"]["penalty"] < before["any"]["penalty"]
+    assert now["any"]["reject"] <= before["any"]["reject"]
+
+
+def test_the_interval_stops_chance_crowns_but_not_a_clear_improvement(demo):
+    equal = fairness.crown_rate(demo, OFFICIAL, 120, np.random.default_rng(4), 0.3)
+    assert equal["crowned"] < equal["margin_only"]
+    share = 0.05 / fairness.improvement_slope(demo, 0.0, OFFICIAL)
+    better = fairness.crown_rate(demo, OFFICIAL, 40, np.random.default_rng(5), 0.0, share)
+    assert better["crowned"] > 0.5 > equal["crowned"]
+
+
+def test_the_command_prints_the_figures_and_writes_the_json(tmp_path, capsys):
+    out = tmp_path / "fairness.json"
+    assert main(["fairness", "--scale", "0.01", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "equal challenger crowned" in printed and "hill-climber" in printed
+    validate("fairness", json.loads(out.read_text()))
+
+
+def test_the_command_reads_matrix_files_and_refuses_bad_input(tmp_path, capsys):
+    path = peer_file(tmp_path, "mmlu")
+    assert main(["fairness", "--scale", "0.01", "--matrix", str(path), "--json", "-"]) == 0
+    printed = capsys.readouterr().out
+    data = json.loads(printed[printed.index("\n{") + 1:])  # the summary, then the JSON
+    assert data["benchmarks"] == ["mmlu"] and data["source"] == "mmlu.json"
+    assert main(["fairness", "--scale", "0"]) == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    assert main(["fairness", "--matrix", str(bad)]) == 1
+    assert "names no 'benchmark'" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not PEER.is_dir(), reason="peer correctness data not beside the checkout")
+def test_the_peer_data_runs(capsys):
+    files = sorted(PEER.glob("oracle_matrix_*.json"))
+    matrix = fairness.read_matrix(files, OFFICIAL)
+    data = fairness.figures(matrix, OFFICIAL, TINY)
+    assert data["benchmarks"] == ["math500", "mmlu"]
+    validate("fairness", data)
