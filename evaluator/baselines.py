@@ -96,8 +96,19 @@ def matrix_from_answered(items: Sequence[AnsweredItem],
 
 
 def from_answered(items: Sequence[AnsweredItem], pool_names: Sequence[str]) -> dict[str, Any]:
-    """The manifest's baselines for one benchmark split's cached answers."""
-    return from_means(matrix_from_answered(items, pool_names).means(), pool_names)
+    """The manifest's baselines for one benchmark's cached answers: overall, per category,
+    and what each model's answers cost per 1,000 questions."""
+    means = matrix_from_answered(items, pool_names).means()
+    categories = np.array([row.item.category for row in items])
+    by_category = {}
+    for category in sorted(set(categories)):
+        rows = categories == category
+        by_category[str(category)] = {"items": int(rows.sum()),
+                                      **from_means(means[rows], pool_names)}
+        del by_category[str(category)]["random"]
+    cost = {m: round(1000 * float(np.mean([row.answers[m].cost_usd for row in items])), 6)
+            for m in pool_names}
+    return {**from_means(means, pool_names), "by_category": by_category, "cost_per_1k_usd": cost}
 
 
 def from_means(means: np.ndarray, pool_names: Sequence[str]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ the record down per SPEC §8.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import logging
@@ -29,8 +30,17 @@ from evaluator.errors import BenchmarkError, LeaderboardError, OutOfCreditError,
 from evaluator.files import format_time, utc_now
 from evaluator.gates import recheck
 from evaluator.loop import FAILED, Decide, LiveOutcome, coordinator_transcript
-from evaluator.records import KING, LOST, REJECTED, VOID, HeadRecord, Partition, Result
-from evaluator.rules import LIVE_SPLIT, PARTITION, POOL_SPLIT, Competition
+from evaluator.records import (
+    KING,
+    LOST,
+    REJECTED,
+    VOID,
+    HeadRecord,
+    Partition,
+    Result,
+    disclosed,
+)
+from evaluator.rules import LIVE_SPLIT, PARTITION, POOL_SPLIT, ROLES, Competition
 from evaluator.scoring import (
     BenchmarkScore,
     Measured,
@@ -242,8 +252,11 @@ class Stamp:
 
 def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: Router,
              run_live: LiveRunner, rules: Competition, now: datetime | None = None,
-             manifest_hash: str | None = None, drawn: Partition | None = None) -> Result:
-    """Score the challenger and (in the same run, on the same items) the king; decide."""
+             manifest_hash: str | None = None, drawn: Partition | None = None,
+             public: PublicRouting | None = None) -> Result:
+    """Score the challenger and (in the same run, on the same items) the king; decide.
+
+    `public`: the challenger's routing on the public train items, for a new king's card."""
     stamp = Stamp(challenger, now or utc_now(), manifest_hash, drawn or Partition.draw())
     halves = {bench: partition(pool_rows(sets, bench), stamp.partition.seed, bench, rules)
               for bench in rules.benchmarks}
@@ -271,7 +284,10 @@ def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: 
         if reason is not None:
             return void(stamp, mine, theirs, king, reason)
         score_run(run, novelties, rules)
-    return verdict(stamp, mine, theirs, king, novelties, rules)
+    result = verdict(stamp, mine, theirs, king, novelties, rules)
+    if result.outcome == KING:
+        result = dataclasses.replace(result, router_card=router_card(mine, halves, public, rules))
+    return result
 
 
 VOID_NOTE = "no score is given and your attempt is refunded; a maintainer re-runs the evaluation"
@@ -327,29 +343,84 @@ def verdict(stamp: Stamp, mine: HeadRun, theirs: HeadRun | None, king: Contender
 # ---------------------------------------------------------------- before the hidden sets
 
 
-def agreement(router: Router, first: np.ndarray, second: np.ndarray,
-              transcripts: list[str]) -> float:
-    """The share of transcripts on which two heads' turn-1 decisions pick the same model."""
-    mine = router.decide(transcripts, first, reuse=True)
-    theirs = router.decide(transcripts, second, reuse=True)
-    return sum(a.model == b.model for a, b in zip(mine, theirs, strict=True)) / len(transcripts)
+@dataclass(frozen=True)
+class PublicRouting:
+    """The challenger's turn-1 decisions on the public train items, and the share of them on
+    which it picks the king's model (None without a king)."""
+
+    items: tuple[Item, ...] = ()
+    decisions: tuple[Decision, ...] = ()
+    agreement: float | None = None
+
+    def mix(self, rules: Competition) -> dict[str, Any]:
+        """Per benchmark and item category: how many items, and each model's and role's share."""
+        mix: dict[str, Any] = {}
+        for item, decision in zip(self.items, self.decisions, strict=True):
+            bench = mix.setdefault(item.benchmark, {"items": 0, "by_category": {}})
+            bench["items"] += 1
+            group = bench["by_category"].setdefault(str(item.category), {
+                "items": 0, "models": dict.fromkeys(rules.pool_names, 0),
+                "roles": dict.fromkeys(ROLES, 0)})
+            group["items"] += 1
+            group["models"][decision.model] += 1
+            group["roles"][decision.role] += 1
+        for bench in mix.values():
+            for group in bench["by_category"].values():
+                for part in ("models", "roles"):
+                    group[part] = {k: v / group["items"] for k, v in group[part].items()}
+        return mix
 
 
-def check_behaviour(challenger: Contender, king: Contender, router: Router,
-                    public_items: Sequence[Item], rules: Competition) -> str | None:
-    """The behavioural duplicate check, on public items only: a head that routes like the
-    king on the train items is a copy, however its weights were moved."""
-    if not public_items:
+def public_routing(challenger: Contender, king: Contender | None, router: Router,
+                   public_items: Sequence[Item]) -> PublicRouting:
+    """Both heads' turn-1 decisions on the public items (no hidden data)."""
+    if king is not None and not public_items:
         raise BenchmarkError("no public train items to compare the heads on; check the "
                              "manifest's train ids and the dataset source")
-    transcripts = [coordinator_transcript(item.prompt, []) for item in public_items]
-    share = agreement(router, challenger.theta, king.theta, transcripts)
-    log.info("behaviour: %.3f of %d public items routed like the king", share, len(transcripts))
-    if share >= rules.duplicate_agreement:
-        return (f"{BEHAVIOUR_GATE}: on the {len(transcripts)} public train items the head picks "
-                f"the king's model on {share:.3f} of them (the limit is "
+    items = tuple(public_items)
+    transcripts = [coordinator_transcript(item.prompt, []) for item in items]
+    mine = tuple(router.decide(transcripts, challenger.theta, reuse=True)) if items else ()
+    share = None
+    if king is not None:
+        theirs = router.decide(transcripts, king.theta, reuse=True)
+        share = sum(a.model == b.model for a, b in zip(mine, theirs, strict=True)) / len(items)
+    return PublicRouting(items, mine, share)
+
+
+def behaviour_reason(public: PublicRouting, rules: Competition) -> str | None:
+    """The behavioural duplicate check: a head that routes like the king on the public train
+    items is a copy, however its weights were moved."""
+    if public.agreement is None:
+        return None
+    log.info("behaviour: %.3f of %d public items routed like the king", public.agreement,
+             len(public.items))
+    if public.agreement >= rules.duplicate_agreement:
+        return (f"{BEHAVIOUR_GATE}: on the {len(public.items)} public train items the head picks "
+                f"the king's model on {public.agreement:.3f} of them (the limit is "
                 f"{rules.duplicate_agreement}); submit a head you trained yourself")
     return None
+
+
+def router_card(run: HeadRun, halves: Mapping[str, Mapping[str, list[AnsweredItem]]],
+                public: PublicRouting | None, rules: Competition) -> dict[str, Any]:
+    """What the site's router card shows of a new king: its routing mix on the public items,
+    its cached accuracy per category of this evaluation's eval half (at the disclosure
+    precision), its live cost per 1,000 questions and its agreement with the king before."""
+    eval_by_category: dict[str, dict[str, Any]] = {}
+    for bench in rules.benchmarks:
+        groups: dict[str, list[bool]] = {}
+        for row, ok in zip(halves[bench]["eval"], run.correct[bench]["eval"], strict=True):
+            groups.setdefault(str(row.item.category), []).append(ok)
+        eval_by_category[bench] = {
+            category: {"items": len(oks),
+                       "cached_acc": disclosed(accuracy(oks), rules.disclosure_precision)}
+            for category, oks in sorted(groups.items())}
+    questions = sum(len(v) for v in run.live.values())
+    return {"public_items": public.mix(rules) if public else {},
+            "eval_by_category": eval_by_category,
+            "live_questions": questions,
+            "cost_per_1k_usd": 1000 * run.live_cost_usd / questions if questions else None,
+            "agreement_with_previous": public.agreement if public else None}
 
 
 # ---------------------------------------------------------------- from a repository
@@ -385,8 +456,9 @@ def evaluate_submission(repo: Path, relpath: str, open_sets: Callable[[], Sets],
             raise LeaderboardError(f"{relpath} is the reigning king already")
         king = load_contender(repo, submission_path(reigning.miner, reigning.generation), rules,
                               reigning.pr, reigning.head_sha)
-        reason = check_behaviour(challenger, king, router, public_items(), rules)
-        if reason is not None:
-            return stamp.result(REJECTED, reason=reason)
+    public = public_routing(challenger, king, router, public_items())
+    reason = behaviour_reason(public, rules)
+    if reason is not None:
+        return stamp.result(REJECTED, reason=reason)
     return evaluate(challenger, king, open_sets(), router, run_live, rules, stamp.now,
-                    stamp.manifest_hash, drawn)
+                    stamp.manifest_hash, drawn, public)

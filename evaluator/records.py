@@ -34,7 +34,7 @@ IDENTITY_FIELDS = ("format", "miner", "generation", "pr", "head_sha", "evaluated
 # The disclosure rule as data: the public record of each outcome holds exactly these fields.
 PUBLIC_FIELDS = {
     KING: (*IDENTITY_FIELDS, "outcome", "composite", "king_composite", "delta", "ci95",
-           "reason", "per_benchmark", "live_cost_usd"),
+           "reason", "per_benchmark", "live_cost_usd", "router_card"),
     LOST: (*IDENTITY_FIELDS, "outcome", "composite", "delta", "ci95"),
     **{outcome: (*IDENTITY_FIELDS, "outcome", "reason", "composite", "delta")
        for outcome in UNSCORED},
@@ -212,6 +212,7 @@ class Result:
     ci95: tuple[float, float] | None = None
     per_benchmark: dict[str, BenchmarkScore] | None = None
     live_cost_usd: float | None = None
+    router_card: dict[str, Any] | None = None  # a new king's routing mix and cost (public)
     partition: Partition | None = field(default=None, compare=False)
     challenger_run: HeadRecord | None = field(default=None, compare=False)
     king_run: HeadRecord | None = field(default=None, compare=False)
@@ -230,7 +231,7 @@ class Result:
                 "king_composite": self.king_composite, "delta": self.delta,
                 "ci95": None if self.ci95 is None else list(self.ci95),
                 "per_benchmark": _scores_dict(self.per_benchmark),
-                "live_cost_usd": self.live_cost_usd}
+                "live_cost_usd": self.live_cost_usd, "router_card": self.router_card}
 
     def public(self, precision: float) -> dict[str, Any]:
         """The disclosure rule: only the fields `PUBLIC_FIELDS` names for this outcome, with
@@ -272,6 +273,8 @@ class Result:
                    delta=_float(data.get("delta")), ci95=_pair(data.get("ci95")),
                    per_benchmark=_scores(data.get("per_benchmark")),
                    live_cost_usd=_float(data.get("live_cost_usd")),
+                   router_card=data.get("router_card") if isinstance(data.get("router_card"),
+                                                                     dict) else None,
                    partition=Partition.from_dict(data.get("partition")),
                    challenger_run=HeadRecord.from_dict(data.get("challenger")),
                    king_run=HeadRecord.from_dict(data.get("king")))

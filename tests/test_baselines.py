@@ -1,3 +1,4 @@
+import dataclasses
 import json
 from pathlib import Path
 
@@ -89,7 +90,8 @@ def test_from_answered_gives_the_manifest_baselines():
     items = [answered(0, (1, 0, 0)), answered(1, (1, 1, 0)), answered(2, (0, 0, 0)),
              answered(3, (0, 0, 1))]
     result = baselines.from_answered(items, POOL)
-    assert set(result) == {"per_model", "best_single", "random", "oracle"}
+    assert set(result) == {"per_model", "best_single", "random", "oracle", "by_category",
+                           "cost_per_1k_usd"}
     assert result["per_model"] == pytest.approx(dict(zip(POOL, (0.5, 0.25, 0.25), strict=True)))
     assert result["best_single"] == {"model": POOL[0], "accuracy": 0.5}
     assert result["random"] == pytest.approx(4 / 12)
@@ -199,3 +201,17 @@ def test_baselines_from_a_sealed_benchmark(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("BENCHMARK_PASSWORD", "wrong")
     assert main([*base, "oracle", *source]) == 1
     assert "cannot decrypt" in capsys.readouterr().err
+
+
+def test_manifest_baselines_split_by_category_and_price_each_model():
+    flags = [(1, 0, 0), (1, 1, 0), (0, 0, 1), (0, 1, 1)]
+    rows = [answered(i, f) for i, f in enumerate(flags)]
+    rows = [AnsweredItem(dataclasses.replace(r.item, category="odd" if i % 2 else "even"),
+                         {m: dataclasses.replace(a, cost_usd=0.002 * (k + 1))
+                          for k, (m, a) in enumerate(r.answers.items())})
+            for i, r in enumerate(rows)]
+    base = baselines.from_answered(rows, POOL)
+    assert base["by_category"]["even"]["items"] == 2
+    assert base["by_category"]["even"]["per_model"][POOL[0]] == 0.5  # rows 0 and 2
+    assert base["by_category"]["odd"]["oracle"] == 1.0
+    assert base["cost_per_1k_usd"] == {POOL[0]: 2.0, POOL[1]: 4.0, POOL[2]: 6.0}

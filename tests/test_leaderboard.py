@@ -39,7 +39,7 @@ def crowned(miner="alice", generation=1, pr=12, composite=0.6, king=None, sha="a
             "ci95": None if king is None else [low, 0.05],
             "per_benchmark": {b: components(composite) for b in BENCHES},
             "live_cost_usd": 0.41, "benchmark_manifest": "f" * 64,
-            "partition_commitment": COMMITMENT}
+            "partition_commitment": COMMITMENT, "router_card": None}
 
 
 def lost(miner="bob", generation=1, pr=13, composite=0.5, delta=-0.1, low=-0.15):

@@ -157,7 +157,11 @@ def test_manifest_has_the_public_contract_and_verifies(sealed):
         assert entry["baselines"] == from_answered(opened[benchmark]["pool"], SMALL.pool_names)
         train = open_train_items(out, manifest, SMALL)[benchmark]
         assert [item.id for item in train] == entry["train_ids"]
-        assert set(entry["baselines"]) == {"per_model", "best_single", "random", "oracle"}
+        assert set(entry["baselines"]) == {"per_model", "best_single", "random", "oracle",
+                                           "by_category", "cost_per_1k_usd"}
+        by_category = entry["baselines"]["by_category"]
+        assert sum(c["items"] for c in by_category.values()) == SMALL.pool_size
+        assert set(entry["baselines"]["cost_per_1k_usd"]) == set(SMALL.pool_names)
     assert verify_benchmark(out, PASSWORD, manifest, SMALL) == {
         b: SMALL.split_sizes for b in SMALL.benchmarks}
     assert SECRET_PROMPT not in manifest_path.read_text()

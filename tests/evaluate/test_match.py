@@ -170,3 +170,34 @@ def test_results_are_deterministic(sets, router, pool):
     first = run(contender(SMART), contender(ALWAYS_0, miner="bob"), sets, router, pool)
     again = run(contender(SMART), contender(ALWAYS_0, miner="bob"), sets, router, pool)
     assert first.private(PRECISION) == again.private(PRECISION)
+
+
+def test_a_new_king_gets_a_router_card_from_public_items_and_its_eval_half(sets, router, pool):
+    from evaluation_fakes import train_items
+
+    from evaluator.evaluate import public_routing
+
+    challenger, king = contender(SMART), contender(ALWAYS_0, miner="bob", pr=3)
+    items = [it for bench in RULES.benchmarks for it in train_items(bench, 10)]
+    public = public_routing(challenger, king, router, items)
+    result = evaluate(challenger, king, sets, router, pool, RULES, now=NOW,
+                      manifest_hash="f" * 64, drawn=DRAWN, public=public)
+    card = result.public(PRECISION)["router_card"]
+    mix = card["public_items"]["math500"]
+    assert mix["items"] == 10
+    # the smart head sends category c0 to model 0 and c1 to model 1, as a Worker
+    assert mix["by_category"]["c1"]["models"] == {RULES.pool_names[0]: 0.0,
+                                                  RULES.pool_names[1]: 1.0,
+                                                  RULES.pool_names[2]: 0.0}
+    assert mix["by_category"]["c0"]["roles"]["Worker"] == 1.0
+    halves = card["eval_by_category"]["mmlu"]
+    assert sum(g["items"] for g in halves.values()) == RULES.eval_size
+    assert {g["cached_acc"] for g in halves.values()} == {1.0}
+    assert card["live_questions"] == 18
+    assert card["cost_per_1k_usd"] == pytest.approx(1000 * 2 * 0.001)
+    assert card["agreement_with_previous"] == 0.5  # it picks the king's model on c0 only
+    check_result(result.public(PRECISION), RULES)
+    # a loss carries no card
+    lost = evaluate(king, challenger, sets, router, pool, RULES, now=NOW,
+                    manifest_hash="f" * 64, drawn=DRAWN, public=public)
+    assert lost.outcome == LOST and "router_card" not in lost.public(PRECISION)

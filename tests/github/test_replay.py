@@ -206,7 +206,7 @@ def result_record(outcome: str, miner: str, pr: int, sha: str, king: float | Non
         return {**base, "composite": 0.5, "delta": round(0.5 - king, 2), "ci95": [-0.2, -0.01]}
     return {**base, "composite": 0.6, "king_composite": king, "delta": None, "ci95": None,
             "reason": None, "per_benchmark": {b: components(0.6) for b in OFFICIAL.benchmarks},
-            "live_cost_usd": 0.41}
+            "live_cost_usd": 0.41, "router_card": None}
 
 
 def test_prepare_pins_the_gated_head(world):

@@ -84,7 +84,8 @@ class Board:
                           ci95=[0.004, 0.058] if king else None, benchmark_manifest="f" * 64,
                           partition_commitment="c" * 64)
         if outcome == "king":
-            record.update(per_benchmark=breakdown(composite), live_cost_usd=0.42)
+            record.update(per_benchmark=breakdown(composite), live_cost_usd=0.42,
+                          router_card=None)
             self.kings.append({**identity, "composite": composite, "crowned_at": stamp(day),
                                "delta": record["delta"], "ci95": record["ci95"],
                                "scores": {b: p["score"] for b, p in breakdown(composite).items()},
