@@ -42,6 +42,7 @@ COMMANDS = {
     "collect": Command("collect", "collect training data: every pool model's graded answers "
                                   "to the public train items"),
     "demo": Command("demo", "run the whole competition offline on this machine"),
+    "diff": Command("diff", "how two heads' turn-1 decisions differ on your public rows"),
     "encoder": Command("encoder", "encoder checkpoints (a tiny Qwen3 for tests and the demo)"),
     "evaluate": Command("evaluate", "score a submission against the king on the hidden "
                                     "benchmark (maintainer, GPU)"),
@@ -53,10 +54,12 @@ COMMANDS = {
     "leaderboard": Command("leaderboard", "validate and update the leaderboard/ state"),
     "ledger": Command("ledger", "inspect cost ledgers"),
     "pack": Command("pack", "write a training run's head as your next submission folder"),
-    "pool": Command("pool", "the LLM pool: serve the loopback simulator"),
+    "pool": Command("pool", "the LLM pool: serve the loopback simulator, or check the real one"),
     "preflight": Command("gates", "run gates 0–4 locally, exactly as the PR bot does"),
     "reveal": Command("seal", "publish a retired split: its items and commitment salt "
                               "(maintainer)"),
+    "score": Command("score", "score a head as the evaluator would, on your public rows; "
+                              "with --king, whether it would take the crown"),
     "seal": Command("seal", "draw, answer and seal the hidden benchmark splits (maintainer)"),
     "site": Command("site", "build the leaderboard site"),
     "train": Command("train", "train a routing head with separable CMA-ES"),

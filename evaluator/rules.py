@@ -34,8 +34,6 @@ REQUIRED_FILES = (WEIGHTS_FILE, RECEIPT_FILE)
 HEAD_TENSOR = "head"
 SCALES_TENSOR = "svf_scales"
 
-# Untrusted names and ids are checked with `fullmatch` on ASCII patterns: no trailing newline,
-# no Unicode look-alike digits or letters.
 # The upstream datasets, each read at one hub commit. LiveCodeBench is also pinned to a release
 # (its file set) and to the contest dates of the problems used: from the first day, up to but
 # excluding the last.
@@ -47,6 +45,8 @@ DATASET_REVISIONS = {
 LIVECODEBENCH_RELEASE = "release_v6"
 LIVECODEBENCH_CONTEST_DATES = ("2024-08-01", "2025-05-01")
 
+# Untrusted names and ids are checked with `fullmatch` on ASCII patterns: no trailing newline,
+# no Unicode look-alike digits or letters.
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)  # GitHub logins, run names, labels
 GENERATION_RE = re.compile(r"[1-9][0-9]{0,5}", re.ASCII)
 COMMIT_SHA_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?", re.ASCII)  # SHA-1 or SHA-256 git ids
@@ -169,6 +169,9 @@ class Competition:
     train_minibatch: int = 72  # items per generation, split evenly across the benchmarks
     train_scales_step: float = 1.0  # SVF scales' initial step as a multiple of train_sigma0
     train_shrink: float = 0.5  # weight of the category's rate in each answer's correctness
+    # share of each benchmark's collected rows a run keeps out of training, so that
+    # `tinyrouter score` can measure the head on rows it never fitted
+    train_holdout: float = 0.2
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property

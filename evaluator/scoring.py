@@ -160,14 +160,14 @@ def _score(m: Measured, nov: float, picks: dict[str, np.ndarray | None], rules: 
                        penalty(cached - audit, rules), rules)
 
 
-def paired_interval(challenger: Mapping[str, Measured], king: Mapping[str, Measured],
-                    novelties: Mapping[str, float], rules: Competition,
-                    seed: int = BOOTSTRAP_SEED) -> tuple[float, tuple[float, float]]:
-    """(challenger − king) composite with a seeded, paired 95% bootstrap interval.
+def paired_resamples(challenger: Mapping[str, Measured], king: Mapping[str, Measured],
+                     novelties: Mapping[str, float], rules: Competition,
+                     seed: int = BOOTSTRAP_SEED) -> tuple[float, np.ndarray]:
+    """(challenger − king) composite, and that difference in each seeded paired resample.
 
     Within each benchmark the eval, audit and live items are resampled with replacement,
     the same draws for both heads (paired), and every component is recomputed from them
-    (the overfit factor included), so the interval covers all that the composite scores.
+    (the overfit factor included), so the resamples cover all that the composite scores.
     Novelty is the same number for both heads and cancels.
     """
     rng = np.random.default_rng(seed)
@@ -185,6 +185,20 @@ def paired_interval(challenger: Mapping[str, Measured], king: Mapping[str, Measu
                  for part, n in sizes.items()}
         diffs += _score(mine, nov, picks, rules) - _score(theirs, nov, picks, rules)
     n = len(rules.benchmarks)
+    return delta / n, diffs / n
+
+
+def interval(values: np.ndarray) -> tuple[float, float]:
+    """The central CI_LEVEL percentile interval of bootstrap values."""
     tail = (1.0 - CI_LEVEL) / 2 * 100
-    low, high = np.percentile(diffs / n, [tail, 100 - tail])
-    return delta / n, (float(low), float(high))
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def paired_interval(challenger: Mapping[str, Measured], king: Mapping[str, Measured],
+                    novelties: Mapping[str, float], rules: Competition,
+                    seed: int = BOOTSTRAP_SEED) -> tuple[float, tuple[float, float]]:
+    """(challenger − king) composite with its seeded, paired 95% bootstrap interval
+    (see `paired_resamples`)."""
+    delta, diffs = paired_resamples(challenger, king, novelties, rules, seed)
+    return delta, interval(diffs)

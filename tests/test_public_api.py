@@ -13,8 +13,8 @@ PUBLIC = [
 
 COMMANDS = [
     "baseline", "bench", "bench-agreement", "bench-sandbox", "bench-training", "collect", "demo",
-    "encoder", "evaluate", "fairness", "gates", "gh", "grade", "leaderboard", "ledger", "pack",
-    "pool", "preflight", "reveal", "seal", "site", "train", "verify-benchmark",
+    "diff", "encoder", "evaluate", "fairness", "gates", "gh", "grade", "leaderboard", "ledger",
+    "pack", "pool", "preflight", "reveal", "score", "seal", "site", "train", "verify-benchmark",
 ]
 
 

@@ -1,4 +1,4 @@
-"""`tinyrouter pool simulate`: serve the loopback pool simulator until interrupted."""
+"""`tinyrouter pool simulate` serves the loopback pool simulator; `pool check` calls the pool."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from evaluator.commands.output import write_json_out
 from evaluator.errors import PoolError, UsageError
 from evaluator.pool.client import BASE_URL_ENV
 from evaluator.pool.corpus import load_corpus, load_personas, read_corpus
@@ -31,6 +32,15 @@ def add_pool(parser: argparse.ArgumentParser) -> None:
                           help="answer this share of requests with a fault, drawn from the "
                                "seed and the request; repeatable; kinds: " + ", ".join(FAULTS))
     simulate.set_defaults(func=run_simulate)
+    check = actions.add_parser(
+        "check", help="one cheap call per pool model through the real client: latency, tokens, "
+                      "cost, finish reason, reasoning; exit 1 naming what is wrong (key, "
+                      "credit, slug, a blocked request)")
+    check.add_argument("--pool-url", help=f"the pool's base URL (default ${BASE_URL_ENV} or "
+                                          "OpenRouter); the key comes from $OPENROUTER_API_KEY")
+    check.add_argument("--json", dest="json_out", metavar="OUT",
+                       help="also write the checks as JSON (- for standard output)")
+    check.set_defaults(func=run_check)
 
 
 PARSERS = {"pool": add_pool}
@@ -62,6 +72,27 @@ def parse_fault_rates(options: list[str]) -> dict[str, float]:
         return check_fault_rates(rates)
     except ValueError as exc:
         raise UsageError(f"--fault: {exc}") from exc
+
+
+def run_check(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from evaluator.pool.check import check_pool, reasoning_note
+
+    checks = asyncio.run(check_pool(args.rules, args.pool_url))
+    for c in checks:
+        if c.ok:
+            print(f"✓ {c.model:<22} {c.slug}: {c.seconds:.2f} s, {c.prompt_tokens}+"
+                  f"{c.completion_tokens} tokens, ${c.cost_usd:.6f}, finish {c.finish_reason}; "
+                  f"{reasoning_note(c, args.rules)}")
+        else:
+            print(f"✗ {c.model:<22} {c.slug}: {c.problem}")
+    total = sum(c.cost_usd or 0.0 for c in checks)
+    failed = [c for c in checks if not c.ok]
+    print(f"{len(checks) - len(failed)} of {len(checks)} pool models answered; the check cost "
+          f"${total:.6f}")
+    write_json_out(args.json_out, [c.to_dict() for c in checks])
+    return 1 if failed else 0
 
 
 def run_simulate(args: argparse.Namespace) -> int:

@@ -27,6 +27,12 @@ def add_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shrink", type=float, help="weight, 0 to 1, of the model's rate on the "
                    "question's category in each answer's correctness; 0 scores each cached answer "
                    "alone (default: the rules')")
+    p.add_argument("--holdout", type=float, help="share of each benchmark's rows kept out of "
+                   "training, for `tinyrouter score` (default: the rules'; 0 keeps none)")
+    p.add_argument("--init", metavar="HEAD", help="start from this head instead of W = 0: a run "
+                   "folder, a submission folder, a weights file, or `king` (the king on main)")
+    p.add_argument("--repo", type=Path, default=Path("."),
+                   help="with --init king: the checkout of the competition's main branch")
     p.add_argument("--seed", type=int, default=0, help="the run's seed")
     p.add_argument("--live", action="store_true",
                    help="add multi-turn fitness through the pool (ledgered, costs money)")
@@ -48,22 +54,29 @@ def run(args: argparse.Namespace) -> int:
     # the trainer and torch load only when training runs, so --help works on the core install
     from tqdm import tqdm
 
-    from evaluator.train.data import LEDGER_FILE, load_training_set
+    from evaluator.heads import resolve_head
+    from evaluator.train.data import LEDGER_FILE, load_training_set, split_holdout
     from evaluator.train.fitness import encoder_featurizer
     from evaluator.train.live import pool_live_fitness
     from evaluator.train.run import TrainConfig, run_training
 
     rules = args.rules
+    start = resolve_head(args.init, args.repo, rules) if args.init else None
     config = TrainConfig.resolve(
         rules, tuple(b for b in args.benchmarks.split(",") if b), seed=args.seed,
         encoder=args.encoder or rules.encoder_id, data=str(args.data), live=args.live,
         live_items=args.live_items if args.live else 0,
+        holdout=rules.train_holdout if args.holdout is None else args.holdout,
+        init=start.weights_sha256 if start else "",
         **{name: getattr(args, name) for name in TRAINING_OPTIONS})
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
     data = load_training_set(args.data, config.benchmarks, rules)
+    heldout = None
+    if config.holdout > 0:
+        data, heldout = split_holdout(data, config.holdout, config.seed, rules)
     run_dir = args.experiments / args.run_name
     encoder, live = config.encoder, None
     if config.live:
@@ -84,13 +97,46 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary = run_training(run_dir, config, data, featurizer, rules, resume=args.resume,
                                ledger_source=args.data / LEDGER_FILE, on_generation=progress,
-                               live=live)
+                               live=live, heldout=heldout,
+                               start=None if start is None else start.theta)
     finally:
         bar.close()
     print(f"{run_dir}: {summary['optimizer']['generations']} generations, "
           f"best fitness {summary['best_fitness']:.4f}")
+    if start is not None:
+        print(f"  started from {start.label} (weights {start.weights_sha256[:12]}…)")
     for name, t in summary["train"].items():
+        held = len(heldout[name]) if heldout else 0
         print(f"  {name:<14} train argmax accuracy {t['argmax_acc']:.4f} "
-              f"(expected {t['expected_acc']:.4f}, {t['items']} items)")
-    print(f"next: tinyrouter pack --run-dir {run_dir} --miner-name <your GitHub login>")
+              f"(expected {t['expected_acc']:.4f}, {t['items']} items; {held} held out)")
+    if start is not None:
+        warn_if_close(run_dir, start, featurizer, data, rules)
+    print(f"next: tinyrouter score {run_dir} --data {args.data}"
+          + (f" --king --repo {args.repo}" if start is not None else ""))
+    print(f"      tinyrouter pack --run-dir {run_dir} --miner-name <your GitHub login>")
     return 0
+
+
+def warn_if_close(run_dir: Path, start, featurizer, data, rules) -> None:
+    """Say so when the trained head is still a duplicate of its start under the gates' rules."""
+    import numpy as np
+
+    from evaluator.coordinator import head as routing
+    from evaluator.gates import fingerprint
+    from evaluator.heads import resolve_head
+
+    def models(head, scales):
+        feats = featurizer.features(np.arange(len(data.rows)), scales)
+        return routing.choices(routing.logits(feats, head, rules), rules)[0]
+
+    trained = resolve_head(str(run_dir), run_dir, rules)
+    cosine = float(fingerprint(trained.head, rules.n_models) @ fingerprint(start.head,
+                                                                          rules.n_models))
+    same = float(np.mean(models(trained.head, trained.scales) == models(start.head,
+                                                                        start.scales)))
+    print(f"  against its start: model-row cosine {cosine:.4f} (gate 3 rejects at "
+          f"{rules.duplicate_cosine}), same model on {same:.1%} of the training rows "
+          f"(the behavioural check rejects at {rules.duplicate_agreement:.0%} of the public items)")
+    if cosine >= rules.duplicate_cosine or same >= rules.duplicate_agreement:
+        print("  warning: this head is still a duplicate of the head it started from and "
+              "would be rejected at gate 3; train longer, with a larger --sigma0, or from W = 0")

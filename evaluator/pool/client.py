@@ -95,6 +95,7 @@ class Completion:
     cost_usd: float
     request_id: str
     finish_reason: str = STOP
+    reasoning_tokens: int | None = None  # of completion_tokens, when the provider reports it
 
     @property
     def refused(self) -> bool:
@@ -176,6 +177,19 @@ class OpenRouterClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+    async def listed_models(self) -> set[str] | None:
+        """The model ids the provider's `/models` lists (free, no key needed), or None when the
+        listing cannot be read."""
+        try:
+            response = await self._http.get("/models")
+            data = response.json()
+        except (httpx.HTTPError, ValueError):
+            return None
+        models = data.get("data") if isinstance(data, dict) else None
+        if response.status_code != 200 or not isinstance(models, list):
+            return None
+        return {str(m.get("id")) for m in models if isinstance(m, dict)}
 
     def request_body(self, model_name: str, messages: list[dict]) -> dict[str, Any]:
         """The chat completions request for a pool model, with the rules' sampling settings."""
@@ -277,10 +291,13 @@ class OpenRouterClient:
             cost = self.rules.pool_model(model_name).cost_usd(prompt_tokens, completion_tokens)
         request_id = str(data.get("id") or response.headers.get("x-request-id") or "")
         finish = choice.get("finish_reason")
+        details = usage.get("completion_tokens_details")
+        reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
         completion = Completion(text=str(text), prompt_tokens=prompt_tokens,
                                 completion_tokens=completion_tokens, cost_usd=float(cost),
                                 request_id=request_id,
-                                finish_reason=finish if isinstance(finish, str) else STOP)
+                                finish_reason=finish if isinstance(finish, str) else STOP,
+                                reasoning_tokens=reasoning if type(reasoning) is int else None)
         if finish == FINISH_ERROR or choice.get("error"):
             raise _Retryable(f"HTTP 200 whose generation failed"
                              f"{_provider_message(choice.get('error'))}",

@@ -34,6 +34,8 @@ CHARS_PER_TOKEN = 4
 POLL_SECONDS = 0.02  # how soon stop() returns
 CONTEXT_LENGTH = 262_144  # the simulator's own window, listed on /models; it never truncates
 CREATED = 1_767_225_600  # a fixed /models timestamp, so listings are deterministic
+# the reasoning tokens a persona reports for an effort, counted within its completion tokens
+REASONING_TOKENS = {"minimal": 4, "low": 8, "medium": 32, "high": 128}
 HANG_SECONDS = 600.0  # a hung request holds its connection this long, or until stop()
 
 # The faults, by name: what the response is.
@@ -230,6 +232,9 @@ class Simulator:
                             // CHARS_PER_TOKEN)
         completion_tokens = max(1, len(text) // CHARS_PER_TOKEN)
         cost = self.rules.pool_model(model).cost_usd(prompt_tokens, completion_tokens)
+        effort = body.get("reasoning", {}).get("effort") if isinstance(
+            body.get("reasoning"), dict) else None
+        reasoning = min(completion_tokens, REASONING_TOKENS.get(effort, 0))
         request_id = "gen-sim-" + hashlib.sha256(
             json.dumps([self.seed, model, messages], sort_keys=True).encode()).hexdigest()[:24]
         return 200, {
@@ -238,7 +243,8 @@ class Simulator:
             "choices": [{"index": 0, "finish_reason": "stop", "native_finish_reason": "stop",
                          "message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens, "cost": cost}}
+                      "total_tokens": prompt_tokens + completion_tokens, "cost": cost,
+                      "completion_tokens_details": {"reasoning_tokens": reasoning}}}
 
 
 def split_transcript(user: str) -> tuple[str, list[tuple[str, str, str]]]:

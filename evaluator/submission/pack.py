@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from evaluator.pool.ledger import verify_ledger
 from evaluator.rules import NAME_RE, Competition, is_name
 from evaluator.store import Store
 from evaluator.submission.folder import write_submission
-from evaluator.submission.weights import read_weights
+from evaluator.submission.weights import read_weights, sha256_file
 from evaluator.templating import render
 from evaluator.train.data import LEDGER_FILE
 from evaluator.train.run import BEST_FILE, read_run
@@ -22,6 +23,7 @@ SPARK = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 60
 RECEIPT_MARGIN = 512  # bytes for the fields write_submission adds
 README_TEMPLATE = "submission/README.md.j2"
+SCORE_FILE = "score.json"  # what `tinyrouter score` leaves in a run folder
 
 
 def sparkline(values: Sequence[float], width: int = SPARK_WIDTH) -> str:
@@ -34,14 +36,15 @@ def sparkline(values: Sequence[float], width: int = SPARK_WIDTH) -> str:
 
 
 def render_readme(login: str, generation: int, summary: dict[str, Any],
-                  history: list[dict], cost_usd: float) -> str:
-    """The submission's README: the run's settings, how it did, and its fitness curve."""
+                  history: list[dict], cost_usd: float, score: dict[str, Any] | None = None) -> str:
+    """The submission's README: the run's settings, how it did, its fitness curve, and what
+    `tinyrouter score` measured on its held-out rows."""
     step = max(1, len(history) // 10)
     shown = history[::step] + ([history[-1]] if (len(history) - 1) % step else [])
     return render(README_TEMPLATE, login=login, generation=generation, summary=summary,
                   opt=summary["optimizer"], cost_usd=cost_usd, shown=shown,
                   best_line=sparkline([h["best"] for h in history]),
-                  mean_line=sparkline([h["mean"] for h in history]))
+                  mean_line=sparkline([h["mean"] for h in history]), score=score)
 
 
 def receipt_fields(summary: dict[str, Any], history: list[dict], cost_usd: float,
@@ -55,7 +58,21 @@ def receipt_fields(summary: dict[str, Any], history: list[dict], cost_usd: float
                                  for k in ("generation", "mean", "max", "best")}
                                 for h in history],
             "total_cost_usd": round(cost_usd, 6), "ledger_head": ledger_head,
+            "init_weights_sha256": summary.get("init_weights_sha256"),
             "tinyrouter_version": __version__, "created_at": created_at}
+
+
+def current_score(run_dir: Path) -> dict[str, Any] | None:
+    """The run's `score.json` when it scored the weights the run holds now, else None."""
+    path = run_dir / SCORE_FILE
+    try:
+        score = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(score, dict) or score.get("weights_sha256") != sha256_file(
+            run_dir / BEST_FILE):
+        return None
+    return score
 
 
 def pack(run_dir: str | Path, login: str, repo_dir: str | Path, rules: Competition,
@@ -89,5 +106,6 @@ def pack(run_dir: str | Path, login: str, repo_dir: str | Path, rules: Competiti
         raise TrainingError(f"{len(history)} generations make a receipt of about {size} bytes, "
                             f"over the {rules.max_receipt_bytes}-byte cap; train a new run "
                             "with fewer --generations")
-    readme = render_readme(login, generation, summary, history, ledger.total_cost_usd)
+    readme = render_readme(login, generation, summary, history, ledger.total_cost_usd,
+                           current_score(run_dir))
     return write_submission(repo, login, generation, head, scales, fields, rules, readme)

@@ -69,6 +69,9 @@ RECEIPT_FIELDS: dict[str, tuple[Check, str]] = {
     "total_cost_usd": (lambda v: _is_number(v) and v >= 0, "a non-negative number"),
     "ledger_head": (is_sha256, "a SHA-256 hex digest"),
     "weights_sha256": (is_sha256, "a SHA-256 hex digest"),
+    # the weights of the head training started from (`train --init`), null for W = 0
+    "init_weights_sha256": (lambda v: v is None or is_sha256(v),
+                            "null or a SHA-256 hex digest"),
     "tinyrouter_version": (lambda v: isinstance(v, str) and 0 < len(v) <= 32, "a version string"),
     "created_at": (is_utc_time, "a UTC time like 2026-11-28T10:00:00Z"),
 }

@@ -24,6 +24,7 @@ from evaluator.types import AnsweredItem
 log = logging.getLogger(__name__)
 
 LEDGER_FILE = "ledger.jsonl"  # the cost ledger beside collected data, and in every run folder
+HOLDOUT_STREAM = 2  # keeps the held-out draw apart from the minibatches' random stream
 
 
 def data_path(data_dir: str | Path, benchmark: str) -> Path:
@@ -130,6 +131,37 @@ def load_training_set(data_dir: str | Path, benchmarks: Sequence[str],
     rows = [row for name in benchmarks for row in read_training_rows(data_path(data_dir, name),
                                                                        rules)]
     return TrainingSet.of(rows, rules, benchmarks)
+
+
+def split_holdout(data: TrainingSet, share: float, seed: int,
+                  rules: Competition) -> tuple[TrainingSet, dict[str, list[str]]]:
+    """(the rows to train on, the held-out item ids per benchmark): a seeded `share` of each
+    benchmark's rows is kept out, leaving at least one row to train on."""
+    rng = np.random.default_rng([seed, HOLDOUT_STREAM])
+    held: dict[str, list[str]] = {}
+    keep: list[AnsweredItem] = []
+    for b, name in enumerate(data.benchmarks):
+        rows = np.flatnonzero(data.benchmark_of == b)
+        n = min(round(share * len(rows)), len(rows) - 1)
+        chosen = set(rng.choice(rows, size=n, replace=False).tolist()) if n > 0 else set()
+        held[name] = sorted(data.rows[i].item.id for i in chosen)
+        keep += [data.rows[i] for i in rows if i not in chosen]
+    return TrainingSet.of(keep, rules, data.benchmarks), held
+
+
+def rows_with_ids(data_dir: str | Path, ids: dict[str, list[str]],
+                  rules: Competition) -> list[AnsweredItem]:
+    """The collected rows of the named items, per benchmark; an id the folder lacks is an error."""
+    found = []
+    for bench, wanted in ids.items():
+        by_id = {row.item.id: row for row in read_training_rows(data_path(data_dir, bench), rules)}
+        missing = [i for i in wanted if i not in by_id]
+        if missing:
+            raise TrainingError(f"{data_path(data_dir, bench)} lacks {len(missing)} of the run's "
+                                f"held-out rows (e.g. {missing[0]!r}); pass the --data folder "
+                                "the run was trained on")
+        found += [by_id[i] for i in wanted]
+    return found
 
 
 def minibatch(data: TrainingSet, generation: int, seed: int, size: int) -> np.ndarray:

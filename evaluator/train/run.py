@@ -49,6 +49,7 @@ BEST_FILE = "best.safetensors"
 HISTORY_FILE = "history.json"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT_FILE = "checkpoint.json"
+HOLDOUT_FILE = "holdout.json"  # the item ids the run kept out of training, per benchmark
 CHECKPOINT_FORMAT = 1
 
 
@@ -68,6 +69,8 @@ class TrainConfig:
     data: str = ""
     live: bool = False
     live_items: int = 0  # live questions per benchmark and generation, with `live`
+    holdout: float = 0.0  # share of each benchmark's rows kept out of training
+    init: str = ""  # the weights hash of the head training starts from ("": W = 0)
 
     @classmethod
     def resolve(cls, rules: Competition, benchmarks: tuple[str, ...], **given: Any) -> TrainConfig:
@@ -91,6 +94,8 @@ class TrainConfig:
             raise TrainingError(f"--shrink {self.shrink} must lie between 0 and 1")
         if self.live and self.live_items < 1:
             raise TrainingError("--live-items must be positive")
+        if not 0 <= self.holdout < 1:
+            raise TrainingError(f"--holdout {self.holdout} must be at least 0 and below 1")
 
     def settings(self) -> dict[str, Any]:
         """What must match for a resume to continue the same run (not the length)."""
@@ -111,14 +116,17 @@ def initial_theta(rules: Competition) -> np.ndarray:
                               np.ones(rules.svf_scale_count, np.float32)).astype(np.float64)
 
 
-def make_optimizer(config: TrainConfig, rules: Competition) -> cma.CMAEvolutionStrategy:
+def make_optimizer(config: TrainConfig, rules: Competition,
+                   start: np.ndarray | None = None) -> cma.CMAEvolutionStrategy:
+    """Separable CMA-ES around `start` (default `initial_theta`)."""
     # pycma reads seed 0 as "from the clock", so the run's seed is shifted by one.
     stds = np.concatenate([np.ones(rules.n_head_params),
                            np.full(rules.svf_scale_count, config.scales_step)])
     options = {"CMA_diagonal": True, "popsize": config.popsize, "seed": config.seed + 1,
                "CMA_stds": stds, "verbose": -9, "tolfun": 0, "tolflatfitness": 10**9,
                "tolfunhist": 0, "tolstagnation": 10**9, "tolx": 0}
-    return cma.CMAEvolutionStrategy(initial_theta(rules), config.sigma0, options)
+    x0 = initial_theta(rules) if start is None else np.asarray(start, dtype=np.float64)
+    return cma.CMAEvolutionStrategy(x0, config.sigma0, options)
 
 
 def _state_digest(es: cma.CMAEvolutionStrategy) -> str:
@@ -200,20 +208,31 @@ def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
                  featurizer: Featurizer, rules: Competition, resume: bool = False,
                  ledger_source: Path | None = None,
                  on_generation: Callable[[dict], None] | None = None,
-                 live: LiveFitness | None = None) -> dict[str, Any]:
+                 live: LiveFitness | None = None, heldout: dict[str, list[str]] | None = None,
+                 start: np.ndarray | None = None) -> dict[str, Any]:
     """Train to `config.generations` (continuing a checkpoint with `resume`); returns the summary.
 
     With `config.live`, each candidate's fitness also counts its live accuracy, weighted as
-    the score weighs live against cached accuracy; `live` plays the questions.
+    the score weighs live against cached accuracy; `live` plays the questions. `heldout`:
+    the item ids kept out of `data`, recorded for `tinyrouter score`. `start`: the θ to
+    start from (`config.init` names its weights hash), else W = 0 and scales 1.
     """
     run_dir = Path(run_dir)
     if config.live and live is None:
         raise TrainingError("live training needs a pool to play questions through")
     if not is_name(run_dir.name):
         raise TrainingError(f"run name {run_dir.name!r} must match {NAME_RE.pattern}")
+    if (start is None) != (not config.init):
+        raise TrainingError("a start θ and its weights hash (config.init) go together")
+    if (heldout is None) != (config.holdout == 0):
+        raise TrainingError("split the held-out rows off first (data.split_holdout) and pass "
+                            "their ids, or train with holdout 0")
     prepare_run_dir(run_dir, resume, ledger_source)
+    if heldout is not None and not resume:
+        write_json(run_dir / HOLDOUT_FILE, {"format": CHECKPOINT_FORMAT, "share": config.holdout,
+                                            "seed": config.seed, "ids": heldout})
     log.debug("training %s: %s on %d rows", run_dir, config, len(data.rows))
-    es = make_optimizer(config, rules)
+    es = make_optimizer(config, rules, start)
     told: list[list[float]] = []
     history: list[dict] = []
     if resume:
@@ -269,7 +288,8 @@ def summarize(run_dir: Path, config: TrainConfig, data: TrainingSet, featurizer:
     return {"format": CHECKPOINT_FORMAT, "run_name": run_dir.name,
             "benchmarks": list(data.benchmarks), "pool": list(rules.pool_names),
             "n_params": rules.n_params, "encoder": config.encoder, "data": config.data,
-            "live": config.live, "minibatch": config.minibatch,
+            "live": config.live, "minibatch": config.minibatch, "holdout": config.holdout,
+            "init_weights_sha256": config.init or None,
             "scales_step": config.scales_step, "shrink": config.shrink,
             "optimizer": {"name": OPTIMIZER_NAME, "popsize": config.popsize,
                           "sigma0": config.sigma0, "generations": len(history),
@@ -277,6 +297,21 @@ def summarize(run_dir: Path, config: TrainConfig, data: TrainingSet, featurizer:
             "best_fitness": history[-1]["best"], "final_mean_fitness": history[-1]["mean"],
             "seconds": history[-1]["seconds"], "train": per_bench,
             "tinyrouter_version": __version__}
+
+
+def read_holdout(run_dir: str | Path) -> dict[str, list[str]]:
+    """The item ids a run kept out of training, per benchmark."""
+    run_dir = Path(run_dir)
+    data = _read_json(run_dir / HOLDOUT_FILE, "the run kept no held-out rows (it was trained "
+                      "with --holdout 0); retrain with a held-out share to score it")
+    ids = data.get("ids") if isinstance(data, dict) else None
+    if not isinstance(ids, dict) or not all(
+            isinstance(v, list) and all(isinstance(i, str) for i in v) for v in ids.values()):
+        raise TrainingError(f"{run_dir / HOLDOUT_FILE} is corrupt; retrain the run")
+    if not any(ids.values()):
+        raise TrainingError(f"{run_dir} kept no held-out rows (too few rows per benchmark); "
+                            "collect more data or retrain with a larger --holdout")
+    return ids
 
 
 def read_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -15,6 +15,7 @@ RECEIPT = {
     "optimizer": {"name": "sep-cma-es", "popsize": 32, "sigma0": 0.1, "generations": 60, "seed": 0},
     "fitness_history": [{"generation": 0, "mean": 0.61, "max": 0.70, "best": 0.70}],
     "total_cost_usd": 31.2, "ledger_head": "0" * 64, "weights_sha256": "f" * 64,
+    "init_weights_sha256": None,
     "tinyrouter_version": "0.1.0", "created_at": "2026-11-28T10:00:00Z",
 }
 
@@ -48,6 +49,7 @@ RECEIPT_DEFECTS = [
     ("repeated benchmark", variant(benchmarks=["mmlu", "mmlu"]), "benchmarks"),
     ("negative cost", variant(total_cost_usd=-1), "total_cost_usd"),
     ("short hash", variant(ledger_head="abc"), "ledger_head"),
+    ("start point not a hash", variant(init_weights_sha256="king"), "init_weights_sha256"),
     ("uppercase hash", variant(weights_sha256="F" * 64), "weights_sha256"),
     ("bad time", variant(created_at="2026-11-28 10:00"), "created_at"),
     ("impossible date", variant(created_at="2026-13-45T10:00:00Z"), "created_at"),

@@ -1,0 +1,138 @@
+"""`tinyrouter score`: what a head would score, and whether it would take the crown."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from evaluator.commands.output import write_json_out
+from evaluator.errors import UsageError
+from evaluator.submission.pack import SCORE_FILE
+
+
+def add_score(p: argparse.ArgumentParser) -> None:
+    p.description = ("Score a head the way the evaluator would, on public rows you collected: a "
+                     "training run's held-out rows (with the rows it fitted for the fit gap), or "
+                     "any --data rows for a submission folder or weights file. With --king, the "
+                     "king on main is scored on the same rows, paired, and the crown rule is "
+                     "applied. Live accuracy is measured only with --live N (real, metered calls).")
+    p.add_argument("head", metavar="RUN_DIR_OR_SUBMISSION",
+                   help="experiments/<run>, submissions/<login>/<n>, a weights file, or king")
+    p.add_argument("--data", type=Path, help="collected rows (default: the run's --data)")
+    p.add_argument("--king", action="store_true",
+                   help="also score the king (its folder on main) on the same rows, paired")
+    p.add_argument("--repo", type=Path, default=Path("."),
+                   help="checkout of the competition's main branch (for --king)")
+    p.add_argument("--encoder", help="hub id or local folder (default: the run's, else the rules')")
+    p.add_argument("--live", type=int, default=0, metavar="N",
+                   help="also play N held-out questions per benchmark through the pool "
+                        "(ledgered in the run folder; costs money against OpenRouter)")
+    p.add_argument("--pool-url", help="with --live: the pool's base URL")
+    p.add_argument("--json", dest="json_out", metavar="OUT",
+                   help="also write the report as JSON (- for standard output)")
+    p.set_defaults(func=run)
+
+
+PARSERS = {"score": add_score}
+
+
+def rows_for(args: argparse.Namespace, head: Any, rules: Any) -> tuple[dict, dict | None, str]:
+    """(held-out rows, fitted rows or None, the data folder) per benchmark."""
+    from evaluator.score import by_benchmark
+    from evaluator.train.data import data_path, read_training_rows, rows_with_ids
+    from evaluator.train.run import read_holdout, read_run
+
+    if head.run_dir is not None:
+        summary, _ = read_run(head.run_dir)
+        data = args.data or Path(summary.get("data") or "data")
+        held_ids = read_holdout(head.run_dir)
+        held = rows_with_ids(data, held_ids, rules)
+        taken = {i for ids in held_ids.values() for i in ids}
+        fitted = [row for bench in held_ids
+                  for row in read_training_rows(data_path(data, bench), rules)
+                  if row.item.id not in taken]
+        return by_benchmark(held, rules), by_benchmark(fitted, rules), str(data)
+    if args.data is None:
+        raise UsageError("a submission folder or weights file keeps no held-out rows: name the "
+                         "rows to score it on with --data (rows it never trained on, if you can)")
+    rows = [row for bench in rules.benchmarks if data_path(args.data, bench).is_file()
+            for row in read_training_rows(data_path(args.data, bench), rules)]
+    if not rows:
+        raise UsageError(f"{args.data} holds no <benchmark>.jsonl rows; run `tinyrouter collect`")
+    return by_benchmark(rows, rules), None, str(args.data)
+
+
+def run(args: argparse.Namespace) -> int:
+    from evaluator.coordinator.router import load_router
+    from evaluator.heads import resolve_head
+    from evaluator.score import score_report
+    from evaluator.train.run import read_run
+
+    rules = args.rules
+    if args.live < 0:
+        raise UsageError("--live must be 0 or more")
+    head = resolve_head(args.head, args.repo, rules)
+    king = resolve_head("king", args.repo, rules) if args.king else None
+    held, fitted, data = rows_for(args, head, rules)
+    encoder = args.encoder or (read_run(head.run_dir)[0].get("encoder") if head.run_dir
+                               else None) or rules.encoder_id
+    run_live = None
+    if args.live:
+        from evaluator.pool.ledger import Ledger
+        from evaluator.pool.runner import pool_runner
+        from evaluator.train.data import LEDGER_FILE
+
+        ledger_dir = head.run_dir or Path(data)
+        run_live = pool_runner(args.pool_url, rules, ledger=Ledger(ledger_dir / LEDGER_FILE))
+    report = score_report(head, held, fitted, load_router(encoder, rules), rules, king,
+                          run_live, args.live)
+    report["data"] = data
+    print("\n".join(lines(report, rules)))
+    if head.run_dir is not None:
+        write_json_out(head.run_dir / SCORE_FILE, report)
+    write_json_out(args.json_out, report)
+    return 0
+
+
+def _ci(pair: list[float]) -> str:
+    return f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+
+
+def lines(report: dict[str, Any], rules: Any) -> list[str]:
+    out = [f"{report['head']} on the rows of {report['data']} (weights "
+           f"{report['weights_sha256'][:12]}…)"]
+    for bench, r in report["per_benchmark"].items():
+        text = (f"  {bench:<14} cached {r['cached_acc']:.3f} {_ci(r['cached_ci95'])} on "
+                f"{r['rows']} rows, novelty {r['novelty']:.2f}")
+        if "fit" in r:
+            fit = r["fit"]
+            line = ("over the reject line" if fit["over_reject_line"] else
+                    "over the penalty line" if fit["over_penalty_line"] else "within the lines")
+            text += (f"; fitted rows {fit['cached_acc']:.3f}, fit gap {fit['gap']:+.3f} "
+                     f"({line} of {rules.overfit_penalty_gap}/{rules.overfit_reject_gap})")
+        if "live" in r:
+            live = r["live"]
+            text += (f"; live {live['live_acc']:.2f} in {live['avg_turns']:.2f} turns on "
+                     f"{live['questions']}, score {r['score']:.4f}")
+        out.append(text)
+    if report["composite"] is not None:
+        out.append(f"composite {report['composite']:.4f}")
+    else:
+        worth = rules.weight_cached + rules.weight_novelty
+        out.append(f"cached part of the composite {report['cached_part']:.4f} (cached accuracy "
+                   f"and novelty, worth {worth:.2f} of it); live accuracy and efficiency: not "
+                   "measured (--live N)")
+    king = report.get("king")
+    if king:
+        part = "" if king["live_included"] else " (cached part only)"
+        low, high = king["ci95"]
+        verdict = "WOULD take the crown" if king["would_crown"] else "would not take the crown"
+        out += [f"against {king['head']}: delta{part} {king['delta']:+.4f}, paired 95% interval "
+                f"{low:+.4f} to {high:+.4f}; {verdict} (margin {rules.win_margin}, interval "
+                f"above zero); the margin is cleared in {king['clears_margin_share']:.0%} of "
+                "the bootstrap resamples",
+                f"  picks the king's model on {king['agreement']:.1%} of these rows"
+                + (" — the behavioural check would reject it as a duplicate"
+                   if king["behaviour_duplicate"] else "")]
+    return out

@@ -1,0 +1,166 @@
+"""A head scored the way the evaluator would, on public rows a miner has: `tinyrouter score`.
+
+The rows are the miner's collected training data: for a training run, the share it kept out
+of training (`holdout.json`), with the rows it fitted for the fit gap; for a submission folder
+or a weights file, the rows named by `--data` (it may have seen them). Each head's turn-1
+decision picks a model whose graded answer is the row's, as cached accuracy does in an
+evaluation; novelty, the overfit factor and the composite use `evaluator.scoring`. Live
+accuracy and efficiency are measured only on request, with real (metered) calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from evaluator.heads import Head
+from evaluator.loop import LiveOutcome, coordinator_transcript
+from evaluator.rules import Competition
+from evaluator.scoring import (
+    BOOTSTRAP_SEED,
+    Measured,
+    bench_score,
+    composite,
+    crowns,
+    efficiency,
+    interval,
+    novelty,
+    overfit,
+    paired_resamples,
+)
+from evaluator.types import AnsweredItem, Decision
+
+LiveRunner = Callable[[str, Sequence[Any], Callable[[list[str]], list[Decision]]],
+                      list[LiveOutcome]]
+
+
+@dataclass
+class Played:
+    """One head on one benchmark's rows: its decisions, their grades, and any live play."""
+
+    decisions: list[Decision]
+    correct: np.ndarray
+    fit_correct: np.ndarray | None = None  # on the rows it was trained on (a run only)
+    live: list[LiveOutcome] = field(default_factory=list)
+
+    def measured(self) -> Measured:
+        # the held-out rows stand in for both eval and audit: the fit gap is reported apart
+        return Measured.of(self.correct, self.correct, [o.correct for o in self.live],
+                           [o.n_turns for o in self.live])
+
+
+def by_benchmark(rows: Sequence[AnsweredItem], rules: Competition) -> dict[str, list[AnsweredItem]]:
+    grouped: dict[str, list[AnsweredItem]] = {}
+    for row in rows:
+        grouped.setdefault(row.item.benchmark, []).append(row)
+    return {b: grouped[b] for b in rules.benchmarks if b in grouped}
+
+
+def play_rows(router: Any, head: Head, rows: Sequence[AnsweredItem]) -> tuple[list[Decision],
+                                                                           np.ndarray]:
+    transcripts = [coordinator_transcript(row.item.prompt, []) for row in rows]
+    decisions = router.decide(transcripts, head.theta, reuse=True)
+    correct = np.array([row.answers[d.model].correct for row, d in zip(rows, decisions,
+                                                                       strict=True)], dtype=float)
+    return decisions, correct
+
+
+def bootstrap_mean(values: np.ndarray, rules: Competition, seed: int = BOOTSTRAP_SEED
+                   ) -> tuple[float, float]:
+    picks = np.random.default_rng(seed).integers(0, len(values),
+                                                 (rules.bootstrap_resamples, len(values)))
+    return interval(values[picks].mean(axis=1))
+
+
+def measure(router: Any, head: Head, held: dict[str, list[AnsweredItem]],
+            fitted: dict[str, list[AnsweredItem]] | None) -> dict[str, Played]:
+    played = {}
+    for bench, rows in held.items():
+        decisions, correct = play_rows(router, head, rows)
+        fit = None
+        if fitted and fitted.get(bench):
+            fit = play_rows(router, head, fitted[bench])[1]
+        played[bench] = Played(decisions, correct, fit)
+    return played
+
+
+def benchmark_report(mine: Played, theirs: Played | None, rules: Competition) -> dict[str, Any]:
+    cached = float(mine.correct.mean())
+    nov = novelty(mine.decisions, None if theirs is None else theirs.decisions, rules)
+    report: dict[str, Any] = {"rows": len(mine.correct), "cached_acc": cached,
+                              "cached_ci95": list(bootstrap_mean(mine.correct, rules)),
+                              "novelty": nov}
+    if mine.fit_correct is not None:
+        fit = float(mine.fit_correct.mean())
+        verdict = overfit(fit, cached, rules)
+        report["fit"] = {"rows": len(mine.fit_correct), "cached_acc": fit, "gap": verdict.gap,
+                         "over_penalty_line": verdict.penalty < 1.0,
+                         "over_reject_line": verdict.rejected}
+    cached_part = rules.weight_cached * cached + rules.weight_novelty * nov
+    report["cached_part"] = cached_part
+    if mine.live:
+        live_acc = float(np.mean([o.correct for o in mine.live]))
+        turns = float(np.mean([o.n_turns for o in mine.live]))
+        eff = float(efficiency(turns, live_acc, rules))
+        report.update(live={"questions": len(mine.live), "live_acc": live_acc,
+                            "avg_turns": turns, "efficiency": eff,
+                            "cost_usd": float(sum(o.cost_usd for o in mine.live))},
+                      score=float(bench_score(cached, live_acc, eff, nov, 1.0, rules)))
+    return report
+
+
+def score_report(head: Head, held: dict[str, list[AnsweredItem]],
+                 fitted: dict[str, list[AnsweredItem]] | None, router: Any, rules: Competition,
+                 king: Head | None = None, run_live: LiveRunner | None = None,
+                 live_questions: int = 0) -> dict[str, Any]:
+    """Everything `tinyrouter score` prints: per benchmark, the composite, and with a king the
+    paired comparison and whether the crown rule would hold."""
+    benches = [b for b in rules.benchmarks if b in held]
+    mine = measure(router, head, held, fitted)
+    theirs = measure(router, king, held, None) if king is not None else None
+    if run_live is not None and live_questions > 0:
+        for bench in benches:
+            items = [row.item for row in held[bench][:live_questions]]
+            for h, played in ((head, mine), (king, theirs)):
+                if played is not None:
+                    played[bench].live = run_live(bench, items, router.bind(h.theta))
+    per_bench = {b: benchmark_report(mine[b], theirs[b] if theirs else None, rules)
+                 for b in benches}
+    measured_live = all("live" in per_bench[b] for b in benches)
+    report: dict[str, Any] = {
+        "head": head.label, "weights_sha256": head.weights_sha256, "benchmarks": benches,
+        "per_benchmark": per_bench, "live_measured": measured_live,
+        "cached_part": float(np.mean([per_bench[b]["cached_part"] for b in benches])),
+        "composite": (composite({b: per_bench[b]["score"] for b in benches},
+                                _over(rules, benches)) if measured_live else None)}
+    if theirs is not None:
+        report["king"] = compare(mine, theirs, king, benches, rules)
+    return report
+
+
+def _over(rules: Competition, benches: Sequence[str]) -> Competition:
+    import dataclasses
+
+    return dataclasses.replace(rules, benchmarks=tuple(benches))
+
+
+def compare(mine: dict[str, Played], theirs: dict[str, Played], king: Head,
+            benches: Sequence[str], rules: Competition) -> dict[str, Any]:
+    """The paired comparison with the king on the same rows, as the crown rule reads it."""
+    scope = _over(rules, benches)
+    nov = {b: novelty(mine[b].decisions, theirs[b].decisions, rules) for b in benches}
+    delta, diffs = paired_resamples({b: mine[b].measured() for b in benches},
+                                    {b: theirs[b].measured() for b in benches}, nov, scope)
+    low, high = interval(diffs)
+    agreement = float(np.mean([a.model == b.model for bench in benches
+                               for a, b in zip(mine[bench].decisions, theirs[bench].decisions,
+                                               strict=True)]))
+    return {"head": king.label, "delta": delta, "ci95": [low, high],
+            "would_crown": crowns(delta, 0.0, low, scope),
+            "clears_margin_share": float(np.mean(diffs >= rules.win_margin)),
+            "agreement": agreement,
+            "behaviour_duplicate": agreement >= rules.duplicate_agreement,
+            "live_included": all(mine[b].live for b in benches)}

@@ -1,0 +1,237 @@
+"""`tinyrouter score` and `train --init`, through the tiny encoder, as a miner runs them."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from evaluator.cli import main
+from evaluator.coordinator.router import load_router
+from evaluator.loop import coordinator_transcript
+from evaluator.records import King
+from evaluator.scoring import crowns
+from evaluator.store import Store
+from evaluator.types import AnsweredItem, Item, ModelAnswer
+
+pytestmark = pytest.mark.slow
+BENCHES = ("math500", "mmlu")
+TOPICS = ("algebra", "geometry", "physics")
+
+
+def a_king(miner: str, generation: int) -> King:
+    from evaluator.rules import OFFICIAL
+    from evaluator.scoring import BenchmarkScore
+
+    parts = BenchmarkScore(0.6, 0.6, 0.5, 2.0, 0.375, 0.5, 1.0, 0.52)
+    return King(miner, generation, 9, "b" * 40, 0.52, dict.fromkeys(OFFICIAL.benchmarks, parts),
+                "2026-11-20T12:00:00Z")
+
+
+def rows(n: int = 40) -> list[AnsweredItem]:
+    """Questions on three topics; model k answers topic k right."""
+    from evaluator.rules import OFFICIAL
+
+    out = []
+    for bench in BENCHES:
+        for i in range(n):
+            topic = TOPICS[i % 3]
+            item = Item(bench, f"{bench}-{i}", f"A {topic} question, number {i}: solve it.", "1",
+                        topic)
+            out.append(AnsweredItem(item, {m: ModelAnswer("…", k == i % 3)
+                                           for k, m in enumerate(OFFICIAL.pool_names)}))
+    return out
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, make_submission_module):
+    from evaluator.coordinator import competition_for_encoder, make_tiny
+    from evaluator.coordinator.encoder import encoder_overrides
+    from evaluator.pool.ledger import Ledger
+    from evaluator.rules import OFFICIAL
+
+    tmp = tmp_path_factory.mktemp("score")
+    encoder = make_tiny(tmp / "encoder")
+    rules = competition_for_encoder(encoder, OFFICIAL)
+    (tmp / "rules.json").write_text(json.dumps(encoder_overrides(encoder)))
+    data = tmp / "data"
+    data.mkdir()
+    for bench in BENCHES:
+        (data / f"{bench}.jsonl").write_text("".join(
+            json.dumps(r.to_dict()) + "\n" for r in rows() if r.item.benchmark == bench))
+    Ledger(data / "ledger.jsonl").append(OFFICIAL.pool_names[0], 100, 20, 0.0004, "gen-1")
+    repo = tmp / "repo"
+    (repo / "leaderboard").mkdir(parents=True)
+    king = make_submission_module(repo, "bob", 1, seed=3, rules=rules)
+    Store(repo).write_king(a_king("bob", 1))
+    base = ["--competition", str(tmp / "rules.json")]
+    train = [*base, "train", "--benchmarks", ",".join(BENCHES), "--data", str(data),
+             "--encoder", str(encoder), "--experiments", str(tmp / "exp"), "--generations", "3",
+             "--popsize", "6", "--minibatch", "12", "--no-progress"]
+    assert main([*train, "--run-name", "held", "--holdout", "0.25"]) == 0
+    assert main([*train, "--run-name", "all", "--holdout", "0"]) == 0
+    return {"tmp": tmp, "rules": rules, "encoder": encoder, "data": data, "repo": repo,
+            "king": king, "base": base, "train": train}
+
+
+@pytest.fixture(scope="module")
+def make_submission_module():
+    from conftest import _trained_weights, receipt_fields
+
+    from evaluator.submission import write_submission
+
+    def make(repo, login, generation, seed, rules):
+        head, scales = _trained_weights(seed, rules)
+        return write_submission(repo, login, generation, head, scales, receipt_fields(),
+                                rules=rules)
+
+    return make
+
+
+def score(world, *argv):
+    out = world["tmp"] / "score-out.json"
+    code = main([*world["base"], "score", *map(str, argv), "--json", str(out),
+                 "--encoder", str(world["encoder"])])
+    return code, json.loads(out.read_text()) if code == 0 else None
+
+
+def test_a_run_is_scored_on_the_rows_it_kept_out(world, capsys):
+    run = world["tmp"] / "exp" / "held"
+    code, report = score(world, run)
+    assert code == 0
+    held = json.loads((run / "holdout.json").read_text())["ids"]
+    router = load_router(str(world["encoder"]), world["rules"])
+    from evaluator.heads import resolve_head
+
+    head = resolve_head(str(run), run, world["rules"])
+    for bench in BENCHES:
+        got = report["per_benchmark"][bench]
+        assert got["rows"] == len(held[bench]) == 10
+        assert got["fit"]["rows"] == 30
+        # what the evaluator would grade: the turn-1 model's answer, row by row
+        by_id = {r.item.id: r for r in rows()}
+        picked = router.decide([coordinator_transcript(by_id[i].item.prompt, [])
+                                for i in held[bench]], head.theta)
+        expected = np.mean([by_id[i].answers[d.model].correct
+                            for i, d in zip(held[bench], picked, strict=True)])
+        assert got["cached_acc"] == pytest.approx(expected)
+        low, high = got["cached_ci95"]
+        assert low <= got["cached_acc"] <= high
+    assert report["composite"] is None and not report["live_measured"]
+    assert json.loads((run / "score.json").read_text()) == report
+    assert "not measured (--live N)" in capsys.readouterr().out
+
+
+def test_against_the_king_the_crown_rule_is_applied_to_the_paired_rows(world, capsys):
+    code, report = score(world, world["tmp"] / "exp" / "held", "--king", "--repo", world["repo"])
+    assert code == 0
+    king = report["king"]
+    assert king["head"] == "the king (bob generation 1)"
+    low, high = king["ci95"]
+    assert low <= king["delta"] <= high
+    assert king["would_crown"] == crowns(king["delta"], 0.0, low, world["rules"])
+    assert 0 <= king["clears_margin_share"] <= 1 and 0 <= king["agreement"] <= 1
+    out = capsys.readouterr().out
+    assert "against the king (bob generation 1)" in out and "take the crown" in out
+
+
+@pytest.mark.parametrize(("argv", "code", "message"), [
+    (["{exp}/all"], 1, "kept no held-out rows"),
+    (["{repo}/submissions/bob/1"], 2, "name the rows to score it on with --data"),
+    (["{tmp}/nowhere"], 2, "is not a training run"),
+    (["{tmp}/bad.safetensors", "--data", "{data}"], 2, "bad.safetensors"),
+    (["{exp}/held", "--king", "--repo", "{tmp}/empty-repo"], 2, "has no king yet"),
+    (["{exp}/held", "--king", "--repo", "{tmp}/lost-king"], 2, "pull the main branch"),
+])
+def test_bad_input_is_named(world, capsys, argv, code, message):
+    tmp = world["tmp"]
+    (tmp / "bad.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}")
+    (tmp / "empty-repo" / "leaderboard").mkdir(parents=True, exist_ok=True)
+    (tmp / "lost-king" / "leaderboard").mkdir(parents=True, exist_ok=True)
+    Store(tmp / "lost-king").write_king(a_king("carol", 2))
+    values = {"exp": tmp / "exp", "repo": world["repo"], "tmp": tmp, "data": world["data"]}
+    assert score(world, *(a.format(**values) for a in argv))[0] == code
+    assert message in capsys.readouterr().err
+
+
+def test_a_submission_folder_is_scored_on_the_rows_named(world):
+    code, report = score(world, world["repo"] / "submissions" / "bob" / "1", "--data",
+                         world["data"])
+    assert code == 0
+    assert report["per_benchmark"]["mmlu"]["rows"] == 40
+    assert "fit" not in report["per_benchmark"]["mmlu"]
+
+
+def test_live_play_is_measured_and_ledgered_when_asked(world):
+    from types import SimpleNamespace
+
+    from evaluator.pool.simulator import Simulator, serve_simulator
+
+    corpus = [SimpleNamespace(item=r.item, right="Answer: 1", wrong="Answer: 2") for r in rows()]
+    run = world["tmp"] / "exp" / "held"
+    ledger = run / "ledger.jsonl"
+    before = ledger.read_text().count("\n") if ledger.exists() else 0
+    with serve_simulator(Simulator(corpus, {}, world["rules"])) as url:
+        code, report = score(world, run, "--live", "2", "--pool-url", url)
+    assert code == 0 and report["live_measured"]
+    live = report["per_benchmark"]["math500"]["live"]
+    assert live["questions"] == 2 and 1 <= live["avg_turns"] <= world["rules"].max_turns
+    assert report["composite"] is not None
+    assert ledger.read_text().count("\n") > before
+
+
+def test_training_can_start_from_the_king(world, capsys):
+    capsys.readouterr()
+    # a step this small cannot move the head far from where it started
+    assert main([*world["train"], "--run-name", "warm", "--init", "king", "--sigma0", "1e-6",
+                 "--repo", str(world["repo"])]) == 0
+    out = capsys.readouterr().out
+    assert "started from the king (bob generation 1)" in out
+    assert "against its start: model-row cosine" in out
+    summary = json.loads((world["tmp"] / "exp" / "warm" / "summary.json").read_text())
+    from evaluator.submission.weights import sha256_file
+
+    assert summary["init_weights_sha256"] == sha256_file(world["king"] / "weights.safetensors")
+    assert "still a duplicate of the head it started from" in out
+    assert main([*world["base"], "pack", "--run-dir", str(world["tmp"] / "exp" / "warm"),
+                 "--miner-name", "alice", "--repo", str(world["repo"])]) == 0
+    receipt = json.loads((world["repo"] / "submissions/alice/1/receipt.json").read_text())
+    assert receipt["init_weights_sha256"] == summary["init_weights_sha256"]
+
+
+def test_pack_puts_the_score_in_the_readme_while_it_matches_the_weights(world):
+    from evaluator.submission.pack import pack
+
+    run = world["tmp"] / "exp" / "held"
+    assert score(world, run, "--king", "--repo", world["repo"])[0] == 0
+    folder = pack(run, "dave", world["repo"], world["rules"])
+    readme = (folder / "README.md").read_text()
+    assert "Scored on held-out rows" in readme and "bob generation 1" in readme
+    (run / "score.json").write_text(json.dumps({"weights_sha256": "0" * 64}))  # another head's
+    again = pack(run, "erin", world["repo"], world["rules"])
+    assert "Scored on held-out rows" not in (again / "README.md").read_text()
+
+
+def test_diff_shows_where_two_heads_route_differently(world, capsys):
+    out = world["tmp"] / "diff.json"
+    assert main([*world["base"], "diff", str(world["tmp"] / "exp" / "held"), "king",
+                 "--repo", str(world["repo"]), "--data", str(world["data"]),
+                 "--encoder", str(world["encoder"]), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["heads"] == ["run held", "the king (bob generation 1)"]
+    math = report["per_benchmark"]["math500"]
+    assert math["rows"] == 40 and set(math["by_category"]) == set(TOPICS)
+    for group in math["by_category"].values():
+        assert all(sum(mix.values()) == pytest.approx(1) for mix in group["models"])
+        assert group["accuracy_change"] == pytest.approx(group["accuracy"][1]
+                                                         - group["accuracy"][0])
+    same = [math["by_category"][t]["same_model"] * math["by_category"][t]["rows"]
+            for t in TOPICS]
+    assert math["same_model"] == pytest.approx(sum(same) / 40)
+    assert "same model on" in capsys.readouterr().out
+    # a head compared with itself agrees everywhere and moves nothing
+    assert main([*world["base"], "diff", "king", "king", "--repo", str(world["repo"]),
+                 "--data", str(world["data"]), "--encoder", str(world["encoder"]),
+                 "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["per_benchmark"]["mmlu"]["same_decision"] == 1.0
