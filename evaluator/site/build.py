@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from datetime import datetime
 from pathlib import Path
 
 from mkdocs.commands.build import build
@@ -55,8 +56,10 @@ def _config_text(out: Path) -> str:
 
 
 def build_site(out_dir: str | Path, leaderboard_dir: str | Path, rules: Competition,
-               strict: bool = True) -> Path:
-    """Build the site from the leaderboard at `leaderboard_dir` into `out_dir`; returns it."""
+               strict: bool = True, now: datetime | None = None) -> Path:
+    """Build the site from the leaderboard at `leaderboard_dir` into `out_dir`; returns it.
+
+    `now` is the build's time (the clock, or SOURCE_DATE_EPOCH, when None)."""
     out = Path(out_dir).resolve()
     _check_out_dir(out)
     problems = _ProblemCollector()
@@ -67,7 +70,7 @@ def build_site(out_dir: str | Path, leaderboard_dir: str | Path, rules: Competit
             config_file = Path(tmp) / "mkdocs.yml"
             config_file.write_text(_config_text(out), encoding="utf-8")
             config = load_config(str(config_file), strict=strict)
-            config.extra[OPTIONS_KEY] = {"rules": rules,
+            config.extra[OPTIONS_KEY] = {"rules": rules, "now": now,
                                          "leaderboard_dir": Path(leaderboard_dir).resolve()}
             build(config)
     except MkDocsException as exc:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -15,12 +16,14 @@ from evaluator.files import dumps
 from evaluator.records import KING, PUBLIC_FIELDS, Attempt, Crowning
 from evaluator.rules import Competition
 from evaluator.scoring import BenchmarkScore
+from evaluator.site.cards import CostPoint
 from evaluator.site.state import LeaderboardState
 
 # Every public record carries these (the disclosure rule's common core), plus its reason.
 EVALUATION_COLUMNS = (*(f for f in PUBLIC_FIELDS[KING] if f != "format"
                          and all(f in fields for fields in PUBLIC_FIELDS.values())), "reason")
 ATTEMPT_COLUMNS = tuple(f.name for f in dataclasses.fields(Attempt) if f.name != "fingerprint")
+COST_COLUMNS = tuple(f.name for f in dataclasses.fields(CostPoint))
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -57,15 +60,18 @@ def _breakdown_rows(state: LeaderboardState) -> list[dict[str, Any]]:
             for bench, score in sorted((r.per_benchmark or {}).items())]
 
 
-def download_files(state: LeaderboardState, rules: Competition) -> dict[str, str]:
-    """File name → content, for the downloads folder of the site."""
+def download_files(state: LeaderboardState, rules: Competition,
+                   cost: Sequence[CostPoint] = ()) -> dict[str, str]:
+    """File name → content, for the downloads folder of the site; `cost` is the points of
+    the cost–accuracy chart."""
     benchmarks, precision = list(rules.benchmarks), rules.disclosure_precision
     kings, king_columns = _king_rows(state, benchmarks)
+    cost_rows = [dataclasses.asdict(point) for point in cost]
     everything = {"format": 1, "king": state.king and state.king.to_dict(),
                   "history": [k.to_dict() for k in state.kings],
                   "results": [r.public(precision) for r in state.results],
                   "attempts": [a.to_dict() for a in state.attempts],
-                  "manifest": state.manifest}
+                  "cost": cost_rows, "manifest": state.manifest}
     return {
         "evaluations.csv": _csv([r.public(precision) | {"reason": r.reason}
                                  for r in state.results],
@@ -74,5 +80,6 @@ def download_files(state: LeaderboardState, rules: Competition) -> dict[str, str
         "breakdowns.csv": _csv(_breakdown_rows(state),
                                ("miner", "generation", "benchmark", *BenchmarkScore.FIELDS)),
         "attempts.csv": _csv([a.to_dict() for a in state.attempts], ATTEMPT_COLUMNS),
+        "cost.csv": _csv(cost_rows, COST_COLUMNS),
         "leaderboard.json": dumps(everything),
     }

@@ -3,11 +3,15 @@
 `mkdocs build` and `mkdocs serve` run them on their own (leaderboard from
 TINYROUTER_LEADERBOARD_DIR or `<repo>/leaderboard`, rules from TINYROUTER_COMPETITION
 or the official ones); `build_site` passes both through `config.extra["tinyrouter"]`.
+The repository the site links to is `repo_url` (TINYROUTER_REPO_URL), else the one a GitHub
+workflow runs in, else none: the site never links to a repository it was not told about.
+"Now" is SOURCE_DATE_EPOCH when set (a reproducible build), else the clock.
 """
 
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +21,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 from evaluator.errors import TinyRouterError
+from evaluator.files import utc_now
 from evaluator.resources import TEMPLATES, bundled
 from evaluator.rules import OFFICIAL, Competition
 from evaluator.site.markup import FILTERS
@@ -54,14 +59,28 @@ def _with_miners(nav: list[Any] | None, miner_nav: list[dict[str, str]]) -> list
     return expanded
 
 
+def _repo_url(configured: str | None) -> str | None:
+    if configured:
+        return configured
+    server, repository = os.environ.get("GITHUB_SERVER_URL"), os.environ.get("GITHUB_REPOSITORY")
+    return f"{server.rstrip('/')}/{repository}" if server and repository else None
+
+
+def _now() -> datetime:
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    return datetime.fromtimestamp(int(epoch), UTC) if epoch.isdigit() else utc_now()
+
+
 def on_config(config: Any) -> Any:
     root = Path(config.config_file_path).parent
     options = _options(config)
     leaderboard = Path(options.get("leaderboard_dir")
                        or os.environ.get("TINYROUTER_LEADERBOARD_DIR") or root / LEADERBOARD_DIR)
     rules = options.get("rules") or _default_rules()
+    config.repo_url = _repo_url(config.repo_url)
     try:
-        content = generate(load_state(leaderboard), rules, config.repo_url)
+        content = generate(load_state(leaderboard), rules, config.repo_url,
+                           now=options.get("now") or _now(), rewards=config.extra.get("rewards"))
     except (TinyRouterError, jinja2.TemplateError) as exc:
         raise PluginError(f"cannot generate the leaderboard pages: {exc}") from exc
     options.update(leaderboard_dir=leaderboard, rules=rules, content=content,

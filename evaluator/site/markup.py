@@ -9,8 +9,10 @@ display it as the original character.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from datetime import UTC
+from pathlib import PurePath
 from typing import Any
 
 from markupsafe import Markup
@@ -21,6 +23,7 @@ from evaluator.rules import is_name
 MISSING = "—"
 _PLAIN = re.compile(r"[A-Za-z0-9 ]|[^\x00-\x7f]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}", re.ASCII)
 
 
 def md_text(value: Any) -> Markup:
@@ -46,45 +49,64 @@ def safe_label(name: Any) -> str:
     return f"{cleaned or 'unnamed'} (invalid name)"
 
 
+def miner_id(name: Any) -> str:
+    """One miner whatever the case: GitHub logins are case-insensitive, other text is kept."""
+    return name.lower() if is_name(name) else str(name)
+
+
 def miner_slug(name: Any) -> str:
-    """The file name of a miner's page: the login itself, or a hash when it is not a login."""
+    """The page name of a miner: `@` and the lower-case login, which no login or fixed page
+    can spell, or `invalid-` and a hash when the name is not a login."""
     if is_name(name):
-        return name
-    return "miner-" + hashlib.sha256(str(name).encode("utf-8")).hexdigest()[:12]
+        return "@" + name.lower()
+    return "invalid-" + hashlib.sha256(str(name).encode("utf-8")).hexdigest()[:12]
 
 
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _fixed(number: float, digits: int, sign: str = "") -> str:
+    """`number` to `digits` decimals; a value that rounds to zero prints without a minus."""
+    return f"{round(number, digits) + 0.0:{sign}.{digits}f}"
 
 
 def fmt_score(value: Any, digits: int = 4) -> Markup:
     number = _number(value)
-    return Markup(MISSING if number is None else f"{number:.{digits}f}")
+    return Markup(MISSING if number is None else _fixed(number, digits))
 
 
 def fmt_delta(value: Any, digits: int = 4) -> Markup:
     number = _number(value)
-    return Markup(MISSING if number is None else f"{number:+.{digits}f}")
+    return Markup(MISSING if number is None else _fixed(number, digits, "+"))
 
 
 def fmt_pct(value: Any, digits: int = 1) -> Markup:
     number = _number(value)
-    return Markup(MISSING if number is None else f"{100 * number:.{digits}f}%")
+    return Markup(MISSING if number is None else _fixed(100 * number, digits) + "%")
 
 
 def fmt_usd(value: Any) -> Markup:
-    number = _number(value)
-    return Markup(MISSING if number is None else f"${number:,.2f}")
-
-
-def fmt_num(value: Any) -> Markup:
-    """Thousands separators for counts (13312 → 13,312)."""
+    """Dollars to the cent; under ten cents, to three significant digits ($0.0412)."""
     number = _number(value)
     if number is None:
         return Markup(MISSING)
-    return Markup(f"{int(number):,}" if number.is_integer() else f"{number:,}")
+    if 0 < abs(number) < 0.1:
+        return Markup(f"${number:.3g}" if abs(number) >= 1e-4 else f"${number:.2e}")
+    return Markup(f"${round(number, 2) + 0.0:,.2f}")
+
+
+def fmt_num(value: Any) -> Markup:
+    """Thousands separators for counts (13312 → 13,312), never an exponent (1e6 → 1,000,000)."""
+    number = _number(value)
+    if number is None:
+        return Markup(MISSING)
+    if number.is_integer():
+        return Markup(f"{int(number):,}")
+    return Markup(f"{number:,.10f}".rstrip("0").rstrip("."))
 
 
 def fmt_interval(pair: Any, digits: int = 4) -> Markup:
@@ -93,7 +115,24 @@ def fmt_interval(pair: Any, digits: int = 4) -> Markup:
     low, high = (_number(v) for v in pair)
     if low is None or high is None:
         return Markup(MISSING)
-    return Markup(f"[{low:+.{digits}f}, {high:+.{digits}f}]")
+    return Markup(f"[{_fixed(low, digits, '+')}, {_fixed(high, digits, '+')}]")
+
+
+def fmt_plural(count: Any, noun: str, plural: str | None = None) -> Markup:
+    """`1 attempt`, `2 attempts`: a count with its noun."""
+    number = _number(count)
+    if number is None:
+        return Markup(f"{MISSING} {plural or noun + 's'}")
+    return Markup(f"{fmt_num(number)} {noun if number == 1 else plural or noun + 's'}")
+
+
+def fmt_encoder(value: Any) -> Markup:
+    """The encoder as readers know it: a Hugging Face id, never a path on some machine."""
+    if isinstance(value, str) and _HUB_ID.fullmatch(value):
+        return Markup(f"[`{value}`](https://huggingface.co/{value})")
+    name = PurePath(str(value)).name if value else ""
+    return Markup(f"a locally built model (`{md_text(name)}`)" if is_name(name)
+                  else "a locally built model")
 
 
 def fmt_date(value: Any, with_time: bool = False) -> Markup:
@@ -105,4 +144,5 @@ def fmt_date(value: Any, with_time: bool = False) -> Markup:
 
 
 FILTERS = {"score": fmt_score, "delta": fmt_delta, "pct": fmt_pct, "usd": fmt_usd,
-           "num": fmt_num, "interval": fmt_interval, "date": fmt_date, "label": safe_label}
+           "num": fmt_num, "interval": fmt_interval, "date": fmt_date, "label": safe_label,
+           "plural": fmt_plural, "encoder": fmt_encoder}

@@ -2,42 +2,66 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import posixpath
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from jinja2 import Environment, pass_context
 from markupsafe import Markup
 
 from evaluator.baselines import gap_closed
-from evaluator.records import OUTCOMES
-from evaluator.rules import Competition, is_commit_sha, is_name, is_sha256
+from evaluator.files import format_time, utc_now
+from evaluator.records import KING, LOST, OUTCOMES
+from evaluator.rules import ROLES, Competition, is_commit_sha, is_name, is_sha256
 from evaluator.scoring import BenchmarkScore
-from evaluator.site.charts import fairness_svg, history_svg
+from evaluator.site.cards import (
+    CostPoint,
+    Reign,
+    best_single_cost,
+    chart_rows,
+    cost_points,
+    gains,
+    mix,
+    model_cost,
+    oracle_accuracy,
+    reigns,
+)
+from evaluator.site.charts import cost_svg, fairness_svg, history_svg, mix_svg
 from evaluator.site.downloads import download_files
 from evaluator.site.markup import (
     FILTERS,
     finalize,
     md_text,
+    miner_id,
     miner_slug,
     safe_label,
 )
+from evaluator.site.queue import build_queue
 from evaluator.site.state import LeaderboardState
 from evaluator.templating import environment
 
 CHART_URI = "assets/charts/history.svg"
+COST_CHART_URI = "assets/charts/cost.svg"
 FAIRNESS_CHART_URI = "assets/charts/fairness.svg"
 DOWNLOADS_DIR = "downloads"
 PAGES = (  # (page, template): the fixed generated pages
     ("history.md", "history.md.j2"),
     ("evaluations.md", "evaluations.md.j2"),
+    ("queue.md", "queue.md.j2"),
     ("miners/index.md", "miners.md.j2"),
     ("benchmarks.md", "benchmarks.md.j2"),
     ("fairness.md", "fairness.md.j2"),
     ("downloads.md", "downloads.md.j2"),
 )
-FRAGMENTS = {"king_panel": "king.md.j2"}  # inserted into hand-written pages
+# inserted into hand-written pages: key → template, and the page (if not the home page)
+FRAGMENTS = {"king_panel": "king.md.j2", "cost_panel": "cost.md.j2",
+             "rewards_panel": "rewards.md.j2"}
+FRAGMENT_PAGES = {"rewards_panel": "rewards.md"}
+REWARD_TEXT = ("programme", "currency", "note")  # free-text fields of `extra.rewards`
 _SAFE_URL = re.compile(r"^https://[A-Za-z0-9._~/-]+$")
 NO_SCORES = BenchmarkScore(*(None,) * len(BenchmarkScore.FIELDS))  # a benchmark without a record
 
@@ -53,6 +77,7 @@ class SiteContent:
 
 
 def miner_uri(name: Any) -> str:
+    """`miners/@login.md` (lower case), a name no login or fixed page can take."""
     return f"miners/{miner_slug(name)}.md"
 
 
@@ -65,7 +90,8 @@ def _link(ctx: Any, target: str) -> Markup:
 
 @pass_context
 def _miner_link(ctx: Any, name: Any) -> Markup:
-    return Markup(f"[{md_text(name)}]({_link(ctx, miner_uri(name))})")
+    shown = ctx["display_name"](name)
+    return Markup(f"[{md_text(shown)}]({_link(ctx, miner_uri(name))})")
 
 
 def _profile_link(name: Any) -> Markup:
@@ -102,6 +128,12 @@ def _badge(outcome: Any) -> Markup:
     return md_text(outcome)
 
 
+def _places(rules: Competition):
+    """Decimals to show a result's composite and delta with: a loss is published rounded."""
+    rounded = max(0, round(-math.log10(rules.disclosure_precision)))
+    return lambda record: rounded if getattr(record, "outcome", None) == LOST else 4
+
+
 def _float(value: Any) -> float | None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     return float(value) if ok else None
@@ -134,8 +166,11 @@ def make_environment(rules: Competition, repo_url: str | None) -> Environment:
                        profile_link=_profile_link, commit_link=_commit_link,
                        repo_url=url if _SAFE_URL.fullmatch(url) else "",
                        headroom=headroom, headroom_captured=headroom_captured, ordered=ordered,
-                       chart_uri=CHART_URI, fairness_chart_uri=FAIRNESS_CHART_URI,
-                       downloads=DOWNLOADS_DIR, no_scores=NO_SCORES)
+                       mix=mix, gains=gains, model_cost=model_cost, miner_uri=miner_uri,
+                       chart_uri=CHART_URI, cost_chart_uri=COST_CHART_URI,
+                       fairness_chart_uri=FAIRNESS_CHART_URI,
+                       downloads=DOWNLOADS_DIR, no_scores=NO_SCORES,
+                       display_name=lambda name: name, places=_places(rules))
     return env
 
 
@@ -151,39 +186,102 @@ def _pool_models(state: LeaderboardState, rules: Competition) -> list[str]:
     return ordered(named, rules.pool_names) if named else list(rules.pool_names)
 
 
+def _rewards(configured: Any) -> dict[str, Any]:
+    """The maintainers' reward settings, text only: a link must be a plain https URL."""
+    settings = configured if isinstance(configured, dict) else {}
+    text = {key: settings[key] if isinstance(settings.get(key), str) and settings[key].strip()
+            else None for key in REWARD_TEXT}
+    needs = settings.get("needs")
+    url = settings.get("url")
+    return {**text, "needs": [n for n in needs if isinstance(n, str)]
+            if isinstance(needs, list) else [],
+            "url": url if isinstance(url, str) and _SAFE_URL.fullmatch(url) else None}
+
+
 def _challenge_bar(state: LeaderboardState, rules: Competition) -> float | None:
     composite = state.king.composite if state.king else None
     return None if composite is None else composite + rules.win_margin
 
 
-def generate(state: LeaderboardState, rules: Competition, repo_url: str | None = None) -> SiteContent:
-    """Render every generated page (templates/site/), the history chart and the downloads."""
+def _badge_filter(reigning: tuple | None):
+    def badge(record: Any) -> Markup:
+        """A result's outcome; a king that has since been dethroned is a former king."""
+        outcome = getattr(record, "outcome", record)
+        if outcome == KING and reigning is not None and getattr(record, "key", reigning) != reigning:
+            return Markup('<span class="tr-badge tr-former" title="crowned, since dethroned">'
+                          "former king</span>")
+        return _badge(outcome)
+    return badge
+
+
+def _charts(state: LeaderboardState, rules: Competition, now: datetime, line: list[Reign],
+            points: list[CostPoint], baselines: dict[str, Any], pool_models: list[str],
+            names: dict[str, str]) -> dict[str, str]:
+    """Every chart of the site: asset path → SVG text (a chart without data is left out)."""
+    shown = [dataclasses.replace(k, miner=names.get(miner_id(k.miner), k.miner))
+             for k in state.kings]
+    charts = {CHART_URI: history_svg(shown, list(rules.benchmarks), until=now,
+                                     win_margin=rules.win_margin if state.king else None),
+              COST_CHART_URI: cost_svg(points, oracle_accuracy(baselines, rules.benchmarks))}
+    if state.fairness is not None:
+        charts[FAIRNESS_CHART_URI] = fairness_svg(state.fairness, rules.win_margin)
+    for reign in line:
+        charts[reign.chart_uri] = mix_svg([(b, chart_rows(reign.card, b))
+                                           for b in rules.benchmarks], pool_models)
+    return {uri: svg for uri, svg in charts.items() if svg is not None}
+
+
+def _state_globals(env: Environment, state: LeaderboardState, line: list[Reign]) -> None:
+    """What templates look up per record: a miner's shown name, a result's badge and reign."""
+    names = state.display_names()
+    by_key = {(miner_id(r.king.miner), r.king.generation): r for r in line}
+    env.globals.update(display_name=lambda name: names.get(miner_id(name), name),
+                       reign_for=lambda r: by_key.get((miner_id(r.miner), r.generation)))
+    env.filters["badge"] = _badge_filter(state.king.key if state.king else None)
+
+
+def generate(state: LeaderboardState, rules: Competition, repo_url: str | None = None,
+             now: datetime | None = None, rewards: dict[str, Any] | None = None) -> SiteContent:
+    """Render every generated page (templates/site/), the charts and the downloads.
+
+    `now` is the build's time (the history chart runs to it, rate-limit slots are counted
+    from it); `rewards` is the maintainers' `extra.rewards` from mkdocs.yml.
+    """
+    now = now or utc_now()
     env = make_environment(rules, repo_url)
-    miners = state.miners()
-    latest = state.results[0].evaluated_at if state.results else None
-    chart = history_svg(state.kings, list(rules.benchmarks), until=latest,
-                        win_margin=rules.win_margin if state.king else None)
-    common = {"state": state, "king": state.king, "kings": state.kings,
-              "results": state.results, "miners": miners, "baselines": _baselines(state),
-              "benchmarks": list(rules.benchmarks), "has_chart": chart is not None,
+    line, miners, names = reigns(state), state.miners(), state.display_names()
+    _state_globals(env, state, line)
+    baselines, pool_models = _baselines(state), _pool_models(state, rules)
+    points = cost_points(line, baselines, rules, pool_models, names)
+    content = SiteContent(assets=_charts(state, rules, now, line, points, baselines,
+                                         pool_models, names))
+    common = {"state": state, "king": state.king, "kings": state.kings, "reigns": line,
+              "current": next((r for r in line if state.king and r.king.key == state.king.key),
+                              None),
+              "results": state.results, "miners": miners, "baselines": baselines,
+              "benchmarks": list(rules.benchmarks), "has_chart": CHART_URI in content.assets,
+              "has_cost_chart": COST_CHART_URI in content.assets, "cost_points": points,
+              "best_single_cost": best_single_cost(baselines, rules.benchmarks),
               "manifest_benchmarks": ordered(state.benchmarks, rules.benchmarks),
-              "pool_models": _pool_models(state, rules),
-              "challenge_bar": _challenge_bar(state, rules)}
-    content = SiteContent()
+              "pool_models": pool_models, "roles": list(ROLES),
+              "challenge_bar": _challenge_bar(state, rules),
+              "queue": build_queue(state, rules, now), "built_at": format_time(now),
+              "rewards": _rewards(rewards)}
     for uri, template in PAGES:
         content.pages[uri] = env.get_template(f"site/{template}").render(common, page_uri=uri)
     for key, template in FRAGMENTS.items():
         content.fragments[key] = env.get_template(f"site/{template}").render(
-            common, page_uri="index.md")
+            common, page_uri=FRAGMENT_PAGES.get(key, "index.md"))
     for miner in miners:
         uri = miner_uri(miner.name)
         content.pages[uri] = env.get_template("site/miner.md.j2").render(
             common, page_uri=uri, miner=miner, title=safe_label(miner.name))
         content.miner_nav.append({safe_label(miner.name): uri})
-    if chart is not None:
-        content.assets[CHART_URI] = chart
-    if state.fairness is not None:
-        content.assets[FAIRNESS_CHART_URI] = fairness_svg(state.fairness, rules.win_margin)
-    for name, text in download_files(state, rules).items():
+    for reign in line:
+        content.pages[reign.uri] = env.get_template("site/router_card.md.j2").render(
+            common, page_uri=reign.uri, reign=reign,
+            has_mix_chart=reign.chart_uri in content.assets,
+            title=safe_label(names.get(miner_id(reign.king.miner), reign.king.miner)))
+    for name, text in download_files(state, rules, points).items():
         content.assets[f"{DOWNLOADS_DIR}/{name}"] = text
     return content

@@ -10,6 +10,7 @@ from typing import Any
 from evaluator.errors import LeaderboardError
 from evaluator.files import try_parse_time
 from evaluator.records import Attempt, Crowning, King, Result
+from evaluator.site.markup import miner_id
 from evaluator.store import FAIRNESS_FILE, Store, validate
 
 log = logging.getLogger(__name__)
@@ -17,8 +18,13 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class MinerSummary:
-    """One miner's public record: their attempts and results, newest first."""
+    """One miner's public record: their attempts and results, newest first.
 
+    `id` is the login in lower case (GitHub logins ignore case, so `Alice` and `alice` are
+    one miner); `name` is the case of their most recent record, as GitHub reported it then.
+    """
+
+    id: str
     name: str
     attempts: list[Attempt]
     results: list[Result]
@@ -46,20 +52,34 @@ class LeaderboardState:
     attempts: list[Attempt] = field(default_factory=list)
     manifest: dict[str, Any] | None = None
     fairness: dict[str, Any] | None = None
+    queue: list[dict[str, Any]] | None = None  # None: this store keeps no queue events
 
     @property
     def benchmarks(self) -> dict[str, Any]:
         return dict((self.manifest or {}).get("benchmarks") or {})
 
     def miners(self) -> list[MinerSummary]:
-        names = {r.miner for r in self.results} | {a.miner for a in self.attempts}
-        names |= {k.miner for k in self.kings}
+        records: dict[str, list[tuple[float, str]]] = {}
+        for when, name in ([(r.evaluated_at, r.miner) for r in self.results]
+                           + [(a.at, a.miner) for a in self.attempts]
+                           + [(k.crowned_at, k.miner) for k in self.kings]):
+            records.setdefault(miner_id(name), []).append((_sort_time(when), name))
         return [MinerSummary(
-            name=name,
-            attempts=[a for a in reversed(self.attempts) if a.miner == name],
-            results=[r for r in self.results if r.miner == name],
-            crowns=sum(1 for k in self.kings if k.miner == name),
-        ) for name in sorted(names, key=str.lower)]
+            id=key,
+            name=max(seen, key=lambda pair: pair[0])[1],
+            attempts=[a for a in reversed(self.attempts) if miner_id(a.miner) == key],
+            results=[r for r in self.results if miner_id(r.miner) == key],
+            crowns=sum(1 for k in self.kings if miner_id(k.miner) == key),
+        ) for key, seen in sorted(records.items())]
+
+    def display_names(self) -> dict[str, str]:
+        """Miner id → the name to show for it."""
+        return {m.id: m.name for m in self.miners()}
+
+
+def _sort_time(value: Any) -> float:
+    moment = try_parse_time(value)
+    return moment.timestamp() if moment else float("-inf")
 
 
 def load_state(leaderboard_dir: str | Path) -> LeaderboardState:
@@ -70,7 +90,22 @@ def load_state(leaderboard_dir: str | Path) -> LeaderboardState:
     store = Store(folder.parent, board=folder, lenient=True)
     return LeaderboardState(king=store.king(), kings=store.history(), results=store.results(),
                             attempts=store.attempts(), manifest=store.manifest(),
-                            fairness=_fairness(store))
+                            fairness=_fairness(store), queue=_queue(store))
+
+
+def _queue(store: Store) -> list[dict[str, Any]] | None:
+    """The queue's events (a head being evaluated), where the store keeps them."""
+    reader = getattr(store, "queue_events", None)
+    if reader is None:
+        return None
+    return [_as_dict(event) for event in reader()]
+
+
+def _as_dict(event: Any) -> dict[str, Any]:
+    if isinstance(event, dict):
+        return event
+    to_dict = getattr(event, "to_dict", None)
+    return to_dict() if callable(to_dict) else dict(vars(event))
 
 
 def _fairness(store: Store) -> dict[str, Any] | None:

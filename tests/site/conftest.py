@@ -6,6 +6,7 @@ import hashlib
 import json
 import random
 from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,15 @@ from evaluator.rules import OFFICIAL
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
 HOSTILE_MARKDOWN = "[x](javascript:alert(1))"
+LONG_NAME = "a-login-as-long-as-github-allows-39chars"[:39]
 START = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
-SHA = "0123456789abcdef0123456789abcdef01234567"
+NOW = START + timedelta(days=49)  # the busy board's build time: just after its last records
+CATEGORIES = {  # per benchmark, in the style of the datasets' own (MMLU has many subjects)
+    "math500": ("Algebra", "Geometry", "Number Theory", "Precalculus"),
+    "mmlu": tuple(f"subject_{n:02d}" for n in range(14)),
+    "livecodebench": ("easy", "medium", "hard"),
+}
+COST_PER_1K = {"qwen3.5-35b-a3b": 0.9, "gemini-3.1-flash-lite": 0.31, "deepseek-v4-flash": 0.26}
 
 
 def stamp(days: float) -> str:
@@ -30,22 +38,60 @@ def _write(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def manifest() -> dict[str, Any]:
+def head_sha(*parts: Any) -> str:
+    return hashlib.sha1("/".join(map(str, parts)).encode()).hexdigest()
+
+
+def _best(per_model: dict[str, float]) -> dict[str, Any]:
+    best = max(per_model, key=per_model.get)
+    return {"model": best, "accuracy": per_model[best]}
+
+
+def manifest(costs: bool = True) -> dict[str, Any]:
     benchmarks = {}
     for index, bench in enumerate(OFFICIAL.benchmarks):
         per_model = {name: round(0.5 + 0.07 * ((index + i) % 3), 3)
                      for i, name in enumerate(OFFICIAL.pool_names)}
-        best = max(per_model, key=per_model.get)
+        by_category = {}
+        for c, category in enumerate(CATEGORIES[bench]):
+            shares = {name: round(0.35 + 0.1 * ((c + i) % 4), 3)
+                      for i, name in enumerate(OFFICIAL.pool_names)}
+            by_category[category] = {"items": 10 + c, "per_model": shares, "best_single":
+                                     _best(shares), "oracle": round(max(shares.values()) + 0.3, 3)}
+        baselines = {"per_model": per_model, "best_single": _best(per_model),
+                     "random": round(sum(per_model.values()) / 3, 4), "oracle": 0.86}
+        if costs:  # records written before per-category baselines and costs lack both
+            baselines.update(by_category=by_category, cost_per_1k_usd={
+                model: round(cost * (1 + 0.2 * index), 4) for model, cost in COST_PER_1K.items()})
         benchmarks[bench] = {
             "splits": {split: {"count": size, "commitment": hashlib.sha256(
                 f"{bench}{split}".encode()).hexdigest()}
                 for split, size in OFFICIAL.split_sizes.items()},
             "train_ids": [f"{bench}-{n}" for n in range(40)],
-            "baselines": {"per_model": per_model,
-                          "best_single": {"model": best, "accuracy": per_model[best]},
-                          "random": round(sum(per_model.values()) / 3, 4), "oracle": 0.86}}
+            "baselines": baselines}
     return {"format": 1, "benchmarks": benchmarks, "sealed_at": stamp(-3),
             "manifest_hash": "f" * 64}
+
+
+def router_card(level: float, tilt: int, previous: bool) -> dict[str, Any]:
+    """A king's card in the shape evaluate writes: `tilt` moves its routing mix around."""
+    models, roles = OFFICIAL.pool_names, ("Thinker", "Worker", "Verifier")
+    public, evaluated = {}, {}
+    for bench, categories in CATEGORIES.items():
+        groups = {}
+        for c, category in enumerate(categories):
+            weights = [1 + (c + tilt + i) % 3 for i in range(len(models))]
+            groups[category] = {"items": 4 + c % 3,
+                                "models": {m: w / sum(weights)
+                                           for m, w in zip(models, weights, strict=True)},
+                                "roles": dict(zip(roles, (0.25, 0.5, 0.25), strict=True))}
+        public[bench] = {"items": sum(g["items"] for g in groups.values()), "by_category": groups}
+        evaluated[bench] = {category: {"items": 8 + c, "cached_acc": round(min(
+            1.0, level + 0.04 * ((c + tilt) % 3) - 0.02), 2)} for c, category in enumerate(categories)}
+    return {"public_items": public, "eval_by_category": evaluated,
+            "live_questions": OFFICIAL.live_size * len(OFFICIAL.benchmarks),
+            "cost_per_1k_usd": round(0.35 + 0.05 * tilt, 4),
+            "agreement_with_previous": round(0.6 + 0.03 * tilt, 4) if previous else None}
 
 
 def breakdown(level: float) -> dict[str, dict[str, float]]:
@@ -59,20 +105,33 @@ def breakdown(level: float) -> dict[str, dict[str, float]]:
 class Board:
     """Builds a leaderboard folder through the public file contracts only."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, costs: bool = True) -> None:
         self.root = root
         self.kings: list[dict[str, Any]] = []
         self.attempts: list[dict[str, Any]] = []
         self.pr = 0
+        self.cards = costs
+        self.events: list[dict[str, Any]] = []
         root.mkdir(parents=True, exist_ok=True)
-        _write(root / "manifest.json", manifest())
+        _write(root / "manifest.json", manifest(costs))
+
+    def attempt(self, miner: str, generation: int, day: float, failed: int | None = None,
+                pr: int | None = None) -> dict[str, Any]:
+        """An attempt-log line: a new PR, or a new head on `pr`."""
+        if pr is None:
+            self.pr += 1
+        pr = pr or self.pr
+        identity = {"miner": miner, "generation": generation, "pr": pr,
+                    "head_sha": head_sha(miner, generation, pr, day)}
+        self.attempts.append({**identity, "at": stamp(day), "weights_sha256": "e" * 64,
+                              "fingerprint": "AAAA",
+                              "gates": {"passed": failed is None, "failed": failed}})
+        return identity
 
     def submit(self, miner: str, generation: int, day: float, outcome: str,
-               composite: float | None = None, reason: str | None = None) -> dict[str, Any]:
-        self.pr += 1
-        identity = {"miner": miner, "generation": generation, "pr": self.pr, "head_sha": SHA}
-        self.attempts.append({**identity, "at": stamp(day - 0.1), "weights_sha256": "e" * 64,
-                              "fingerprint": "AAAA", "gates": {"passed": True, "failed": None}})
+               composite: float | None = None, reason: str | None = None,
+               card: bool | None = None, identity: dict[str, Any] | None = None) -> dict[str, Any]:
+        identity = identity or self.attempt(miner, generation, day - 0.1)
         king = self.kings[-1] if self.kings else None
         record = {"format": 1, **identity, "evaluated_at": stamp(day), "outcome": outcome,
                   "composite": None, "king_composite": None, "delta": None, "reason": reason,
@@ -84,8 +143,10 @@ class Board:
                           ci95=[0.004, 0.058] if king else None, benchmark_manifest="f" * 64,
                           partition_commitment="c" * 64)
         if outcome == "king":
+            with_card = self.cards if card is None else card
             record.update(per_benchmark=breakdown(composite), live_cost_usd=0.42,
-                          router_card=None)
+                          router_card=router_card(composite, len(self.kings), king is not None)
+                          if with_card else None)
             self.kings.append({**identity, "composite": composite, "crowned_at": stamp(day),
                                "delta": record["delta"], "ci95": record["ci95"],
                                "scores": {b: p["score"] for b, p in breakdown(composite).items()},
@@ -102,12 +163,19 @@ class Board:
         _write(self.root / "results" / miner / name, record)
         return record
 
+    def evaluating(self, identity: dict[str, Any], day: float) -> None:
+        """A queue event: the evaluation of this head started."""
+        self.events.append({"event": "evaluating", **identity, "at": stamp(day)})
+
     def fairness(self, data: dict[str, Any]) -> None:
         _write(self.root / "fairness.json", data)
 
     def save(self) -> Path:
         lines = "".join(json.dumps(a, sort_keys=True) + "\n" for a in self.attempts)
         (self.root / "attempts.jsonl").write_text(lines, encoding="utf-8")
+        if self.events:
+            (self.root / "queue.jsonl").write_text("".join(
+                json.dumps(e, sort_keys=True) + "\n" for e in self.events), encoding="utf-8")
         history = [{k: v for k, v in king.items() if k in (
             "miner", "generation", "pr", "head_sha", "composite", "crowned_at", "delta", "ci95",
             "scores")} for king in self.kings]
@@ -124,13 +192,15 @@ class Board:
 
 
 def one_king(root: Path) -> Path:
-    board = Board(root)
+    """A first king, recorded before router cards and costs were published."""
+    board = Board(root, costs=False)
     board.submit("alice", 1, 0, "king", 0.6123)
     return board.save()
 
 
 def busy(root: Path, seed: int = 7) -> Path:
-    """Six kings and dozens of evaluations, with lost and rejected ones and hostile text."""
+    """Six kings and dozens of evaluations, with lost and rejected ones and hostile text, and a
+    queue: heads waiting, stale, replaced or stopped at a gate."""
     rng = random.Random(seed)
     board = Board(root)
     miners = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"]
@@ -141,18 +211,27 @@ def busy(root: Path, seed: int = 7) -> Path:
         generations[miner] += 1
         if day % 8 == 0:
             composite = round(composite + 0.025 + rng.random() * 0.01, 4)
-            board.submit(miner, generations[miner], day, "king", composite)
+            board.submit(miner, generations[miner], day, "king", composite, card=day > 0)
         elif day % 5 == 0:
             board.submit(miner, generations[miner], day, "rejected",
                          reason="gate 5 (overfit): math500 gap 0.19 > 0.15")
         else:
             board.submit(miner, generations[miner], day, "lost",
                          round(composite - rng.random() * 0.05, 4))
+    ivan = board.attempt("ivan", 1, 47.4)
     board.submit("ivan", 1, 47.5, "void", reason="void: the pool failed on 4 of 60 of your "
-                 "head's live questions after retries (the limit is 5%)")
-    board.submit("ivan", 1, 47.8, "lost", 0.5)
+                 "head's live questions after retries (the limit is 5%)", identity=ivan)
+    board.submit("ivan", 1, 47.8, "lost", 0.5, identity=ivan)  # run again: the same head
     board.submit(HOSTILE_NAME, 1, 48.2, "lost", 0.5)
     board.submit("mallory", 1, 48.5, "rejected", reason=HOSTILE_MARKDOWN + " <b>bold</b>")
+    board.submit(LONG_NAME, 1, 48.6, "lost", 0.51)
+    board.attempt("oscar", 1, 48.7, failed=3)  # a copy, stopped at the duplicate gate
+    kate = board.attempt("kate", 1, 48.1)
+    board.submit("kate", 1, 48.4, "stale", reason="stale: the king changed while it ran",
+                 identity=kate)
+    board.attempt("judy", 1, 46.5)  # a head, then a new one on the same pull request: waiting
+    board.attempt("judy", 1, 48.8, pr=board.pr)
+    board.evaluating(board.attempt("leo", 1, 48.85), 48.9)
     board.fairness(FAIRNESS)
     return board.save()
 
@@ -183,6 +262,43 @@ FAIRNESS = {
 }
 
 
+class _Text(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self.hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        self.hidden += tag in ("script", "style")
+
+    def handle_endtag(self, tag: str) -> None:
+        self.hidden -= tag in ("script", "style")
+
+    def handle_data(self, data: str) -> None:
+        if not self.hidden:
+            self.parts.append(data)
+
+
+def text_of(path: Path) -> str:
+    """What a reader sees: the page's text with entities decoded and tags dropped."""
+    parser = _Text()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return " ".join("".join(parser.parts).split())
+
+
+def article_of(path: Path) -> str:
+    """The text of the page's own content, without the navigation and table of contents."""
+    source = path.read_text(encoding="utf-8")
+    start = source.index('<article class="md-content__inner')
+    parser = _Text()
+    parser.feed(source[start:source.index("</article>", start)])
+    return " ".join("".join(parser.parts).split())
+
+
+def html_files(site: Path) -> list[Path]:
+    return sorted(site.rglob("*.html"))
+
+
 STATES = {"empty": lambda root: root, "one_king": one_king, "busy": busy}
 
 
@@ -194,7 +310,7 @@ def built_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     sites = {}
     for name, make in STATES.items():
         base = tmp_path_factory.mktemp(f"site-{name}")
-        sites[name] = build_site(base / "public", make(base / "leaderboard"), OFFICIAL)
+        sites[name] = build_site(base / "public", make(base / "leaderboard"), OFFICIAL, now=NOW)
     return sites
 
 

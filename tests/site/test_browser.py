@@ -1,4 +1,9 @@
-"""The built site in a real browser (Debian's chromium through Playwright), served on loopback."""
+"""The built site in a real browser (Debian's chromium through Playwright), served on loopback.
+
+Every page a visitor lands on is opened in light and dark mode, at a desktop and a phone width:
+no console error, no request to another host, every chart loaded, nothing wider than the
+screen. Screenshots go to `test-artifacts/site/<state>-<page>-<scheme>-<width>.png`.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +14,18 @@ import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import quote, urldefrag, urljoin
 
 import pytest
+from conftest import LONG_NAME
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 sync_api = pytest.importorskip("playwright.sync_api")
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "site"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
+SCHEMES = {"light": "default", "dark": "slate"}  # prefers-color-scheme → Material's palette
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -26,84 +34,197 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def served(built_sites) -> Iterator[tuple[str, Path]]:
-    """The busy state's site on http://127.0.0.1:<free port>/."""
-    site = built_sites["busy"]
-    handler = functools.partial(_QuietHandler, directory=str(site))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", site
-    server.shutdown()
-    thread.join()
+def servers(built_sites) -> Iterator[dict[str, tuple[str, Path]]]:
+    """Each fixture state's site on http://127.0.0.1:<free port>/: state → (base URL, folder)."""
+    running = {}
+    for state, site in built_sites.items():
+        handler = functools.partial(_QuietHandler, directory=str(site))
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        running[state] = (server, thread, f"http://127.0.0.1:{server.server_address[1]}/", site)
+    yield {state: (base, site) for state, (_, _, base, site) in running.items()}
+    for server, thread, _, _ in running.values():
+        server.shutdown()
+        thread.join()
 
 
 @pytest.fixture(scope="module")
-def browser_page(served):
+def browser():
     executable = shutil.which("chromium")
     if executable is None:
         pytest.skip("Debian's chromium is not installed")
-    base, _ = served
-    problems: list[str] = []
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.on("console", lambda m: problems.append(f"console: {m.text}")
-                if m.type == "error" else None)
-        page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-        page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
-        page.on("request", lambda r: None if r.url.startswith((base, "data:"))
-                else problems.append(f"request to another host: {r.url}"))
-        yield page, problems
-        browser.close()
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
 
 
-def _visit(page, url: str, settle: bool = True) -> None:
-    response = page.goto(url)
-    assert response is not None and response.ok, url
-    if settle:
-        page.wait_for_load_state("networkidle")
+class Visitor:
+    """One browser context (a colour scheme and a width) with a record of what went wrong."""
+
+    def __init__(self, browser, base: str, scheme: str = "light", width: str = "desktop"):
+        self.base, self.scheme, self.width = base, scheme, width
+        self.context = browser.new_context(viewport=WIDTHS[width], color_scheme=scheme)
+        self.page = self.context.new_page()
+        self.problems: list[str] = []
+        self.page.on("console", lambda m: self.problems.append(f"console: {m.text}")
+                     if m.type == "error" else None)
+        self.page.on("pageerror", lambda exc: self.problems.append(f"page error: {exc}"))
+        self.page.on("dialog", lambda d: (self.problems.append(f"dialog: {d.message}"),
+                                          d.dismiss()))
+        self.page.on("request", lambda r: None if r.url.startswith((base, "data:"))
+                     else self.problems.append(f"request to another host: {r.url}"))
+
+    def visit(self, path: str, settle: bool = True):
+        response = self.page.goto(urljoin(self.base, path))
+        assert response is not None and response.ok, path
+        if settle:
+            self.page.wait_for_load_state("networkidle")
+        return self.page
+
+    def check(self, name: str) -> None:
+        """The page as a visitor sees it: scheme applied, charts loaded, nothing too wide."""
+        page = self.page
+        assert page.get_attribute("body", "data-md-color-scheme") == SCHEMES[self.scheme]
+        for chart in page.locator("article img").all():
+            chart.scroll_into_view_if_needed()
+            assert chart.evaluate("img => img.complete && img.naturalWidth > 0"), \
+                chart.get_attribute("src")
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, f"{name} is {overflow}px wider than the screen"
+        page.evaluate("window.scrollTo(0, 0)")  # the header is drawn where the page is scrolled
+        page.wait_for_timeout(250)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=ARTIFACTS / f"{name}-{self.scheme}-{self.width}.png", full_page=True)
+        assert self.problems == []
+
+    def close(self) -> None:
+        self.context.close()
 
 
-def test_home_shows_the_king(served, browser_page):
-    base, site = served
-    page, problems = browser_page
+@pytest.fixture
+def visitor(browser, servers):
+    opened = []
+
+    def open_(state: str = "busy", scheme: str = "light", width: str = "desktop") -> Visitor:
+        opened.append(Visitor(browser, servers[state][0], scheme, width))
+        return opened[-1]
+
+    yield open_
+    for one in opened:
+        one.close()
+
+
+def _king_card(site: Path) -> str | None:
     king = json.loads((site / "downloads/leaderboard.json").read_text())["king"]
-    _visit(page, base)
-    panel = page.locator(".tr-king-panel")
-    assert king["miner"] in panel.inner_text()
-    assert f"{king['composite']:.4f}" in panel.inner_text()
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=ARTIFACTS / "site-home.png", full_page=True)
-    assert problems == []
+    return king and f"kings/{quote('@' + king['miner'].lower())}/{king['generation']}/"
 
 
-def test_history_chart_loads(served, browser_page):
-    base, _ = served
-    page, problems = browser_page
-    _visit(page, base + "history/")
+PAGES = {  # name → path (None: the reigning king's router card)
+    "home": "", "router-card": None, "queue": "queue/", "history": "history/",
+    "faq": "faq/", "rewards": "rewards/",
+}
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_in_both_schemes_and_at_both_widths(servers, visitor, name, scheme, width):
+    site = servers["busy"][1]
+    path = PAGES[name] if PAGES[name] is not None else _king_card(site)
+    guest = visitor("busy", scheme, width)
+    page = guest.visit(path)
+    assert page.locator("article h1").count() == 1
+    guest.check(f"busy-{name}")
+
+
+def test_home_shows_the_king_and_the_cost_chart(servers, visitor):
+    site = servers["busy"][1]
+    king = json.loads((site / "downloads/leaderboard.json").read_text())["king"]
+    guest = visitor()
+    page = guest.visit("")
+    panel = page.locator(".tr-king-panel").inner_text()
+    assert king["miner"] in panel and f"{king['composite']:.4f}" in panel
+    assert "Cost per 1,000 questions" in panel
+    assert page.locator('img[src$="assets/charts/cost.svg"]').count() == 1
+    page.get_by_role("link", name="Router card").click()
+    page.wait_for_load_state("networkidle")
+    assert page.url.endswith(_king_card(site))
+    assert page.locator('img[src*="assets/charts/kings/"]').count() == 1
+    guest.check("busy-router-card-from-home")
+
+
+def test_a_router_card_opens_its_category_tables(servers, visitor):
+    guest = visitor("busy", "dark", "phone")
+    page = guest.visit(_king_card(servers["busy"][1]))
+    details = page.locator("article details").first
+    assert not details.locator("table").is_visible()
+    details.locator("summary").click()
+    assert details.locator("table").is_visible()
+    guest.check("busy-router-card-open")
+
+
+def test_long_names_stay_inside_the_screen(servers, visitor):
+    guest = visitor("busy", "light", "phone")
+    page = guest.visit("queue/")
+    assert page.get_by_text(LONG_NAME, exact=True).count() >= 1
+    guest.check("busy-queue-long-name")
+    page = guest.visit(f"miners/{quote('@' + LONG_NAME)}/")
+    assert LONG_NAME in page.locator("article h1").inner_text()
+    guest.check("busy-miner-long-name")
+
+
+@pytest.mark.parametrize(("path", "says"), [
+    # no king, no queue, no cost yet
+    ("", ["No king yet", "No cost figures yet"]),
+    ("queue/", ["Nothing in the queue", "Every miner may submit now"]),
+    ("history/", ["No king has been crowned yet"]),
+    ("rewards/", ["No programme announced", "None yet: no head has been crowned"]),
+    ("faq/", ["How is a tie decided?"]),
+])
+def test_the_empty_board_reads_well(visitor, path, says):
+    for scheme, width in (("light", "desktop"), ("dark", "phone")):
+        guest = visitor("empty", scheme, width)
+        text = guest.visit(path).locator("article").inner_text()
+        for words in says:
+            assert words in text
+        guest.check(f"empty-{path.strip('/') or 'home'}")
+
+
+def test_a_king_recorded_before_router_cards(servers, visitor):
+    guest = visitor("one_king", "dark", "desktop")
+    text = guest.visit("").locator("article").inner_text()
+    assert "No metered cost published for this king yet" in text
+    guest.check("one-king-home")
+    text = guest.visit(_king_card(servers["one_king"][1])).locator("article").inner_text()
+    assert "No router card for this king" in text and "The first king" in text
+    guest.check("one-king-router-card")
+
+
+def test_history_chart_loads(visitor):
+    guest = visitor()
+    page = guest.visit("history/")
     chart = page.locator("img.tr-chart")
     chart.scroll_into_view_if_needed()
     assert chart.evaluate("img => img.complete && img.naturalWidth > 0")
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=ARTIFACTS / "site-history.png", full_page=True)
-    assert problems == []
+    guest.check("busy-history-chart")
 
 
-def test_hostile_miner_name_renders_as_text(served, browser_page, hostile):
-    base, _ = served
-    page, problems = browser_page
-    _visit(page, base + "evaluations/")
-    assert page.get_by_text(hostile["name"], exact=True).count() >= 1
-    assert page.locator('img[src="x"]').count() == 0
-    assert page.locator('a[href^="javascript:"]').count() == 0
-    assert problems == []
+def test_hostile_miner_name_renders_as_text(visitor, hostile):
+    guest = visitor()
+    for path in ("evaluations/", "queue/"):
+        page = guest.visit(path)
+        assert page.get_by_text(hostile["name"], exact=True).count() >= 1
+        assert page.locator('img[src="x"]').count() == 0
+        assert page.locator('a[href^="javascript:"]').count() == 0
+    assert guest.problems == []
 
 
-def test_navigation_reaches_every_page(served, browser_page):
-    base, site = served
-    page, problems = browser_page
-    expected = {urljoin(base, p.parent.relative_to(site).as_posix() + "/")
+def test_navigation_reaches_every_page(servers, visitor):
+    base, site = servers["busy"]
+    guest = visitor()
+    expected = {urljoin(base, quote(p.parent.relative_to(site).as_posix()) + "/")
                 for p in site.rglob("index.html")}
     seen, queue = set(), [base]
     while queue:
@@ -111,12 +232,12 @@ def test_navigation_reaches_every_page(served, browser_page):
         if url in seen:
             continue
         seen.add(url)
-        _visit(page, url, settle=False)
+        page = guest.visit(url, settle=False)
         hrefs = page.eval_on_selector_all(
             "a[href]", "links => links.map(a => a.getAttribute('href'))")
         for href in hrefs:
             target = urldefrag(urljoin(url, href)).url
             if target.startswith(base) and target.endswith("/"):
                 queue.append(target)
-    assert len(expected) >= 20 and expected <= seen, sorted(expected - seen)
-    assert problems == []
+    assert len(expected) >= 30 and expected <= seen, sorted(expected - seen)
+    assert guest.problems == []

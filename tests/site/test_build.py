@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import html
 import io
 import json
 import os
@@ -10,11 +11,13 @@ import re
 import shutil
 import subprocess
 import sys
-from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import quote
 
+import markdown
 import pandas as pd
 import pytest
+from conftest import article_of, html_files, text_of
 
 from evaluator.cli import main
 from evaluator.errors import SiteBuildError
@@ -24,38 +27,10 @@ from evaluator.site import build_site
 pytestmark = pytest.mark.slow  # every MkDocs build takes a few seconds
 
 REPO = Path(__file__).resolve().parents[2]
-PAGES = ("index.html", "history/index.html", "evaluations/index.html", "miners/index.html",
-         "benchmarks/index.html", "fairness/index.html", "downloads/index.html",
-         "rules/index.html",
+PAGES = ("index.html", "history/index.html", "evaluations/index.html", "queue/index.html",
+         "miners/index.html", "benchmarks/index.html", "fairness/index.html",
+         "downloads/index.html", "rules/index.html", "faq/index.html", "rewards/index.html",
          "scoring/index.html", "submitting/index.html", "maintaining/index.html")
-
-
-class _Text(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.parts: list[str] = []
-        self.hidden = 0
-
-    def handle_starttag(self, tag: str, attrs: list) -> None:
-        self.hidden += tag in ("script", "style")
-
-    def handle_endtag(self, tag: str) -> None:
-        self.hidden -= tag in ("script", "style")
-
-    def handle_data(self, data: str) -> None:
-        if not self.hidden:
-            self.parts.append(data)
-
-
-def text_of(path: Path) -> str:
-    """What a reader sees: the page's text with entities decoded and tags dropped."""
-    parser = _Text()
-    parser.feed(path.read_text(encoding="utf-8"))
-    return " ".join("".join(parser.parts).split())
-
-
-def html_files(site: Path) -> list[Path]:
-    return sorted(site.rglob("*.html"))
 
 
 @pytest.mark.parametrize("state", ["empty", "one_king", "busy"])
@@ -100,7 +75,7 @@ def test_evaluations_follow_the_disclosure_rule(built_sites):
     site = built_sites["busy"]
     data = json.loads((site / "downloads/leaderboard.json").read_text())
     page = text_of(site / "evaluations/index.html")
-    assert len(re.findall(r"\b(king|lost|rejected|void)\b", page)) >= len(data["results"]) == 52
+    assert len(re.findall(r"\b(king|lost|rejected|void|stale)\b", page)) >= len(data["results"]) == 54
     assert "void: the pool failed on 4 of 60" in page
     breakdowns = pd.read_csv(site / "downloads/breakdowns.csv")
     crowned = {(r["miner"], r["generation"]) for r in data["results"] if r["outcome"] == "king"}
@@ -136,11 +111,11 @@ def test_one_page_per_miner_reachable_from_the_miners_page(built_sites):
     site = built_sites["busy"]
     data = json.loads((site / "downloads/leaderboard.json").read_text())
     index = (site / "miners/index.html").read_text(encoding="utf-8")
-    names = {r["miner"] for r in data["results"]}
+    names = {r["miner"] for r in data["results"] + data["attempts"]}
     pages = [p for p in (site / "miners").iterdir() if p.is_dir()]
-    assert len(pages) == len(names) == 11
+    assert len(pages) == len(names) == 16
     for page in pages:
-        assert f'href="{page.name}/"' in index
+        assert f'href="{quote(page.name)}/"' in index
 
 
 def test_hostile_text_is_shown_as_text_everywhere(built_sites, hostile):
@@ -237,14 +212,174 @@ def test_a_page_in_site_may_not_shadow_a_generated_one(tmp_path):
     assert "history.md clashes with a generated page" in done.stderr
 
 
+REWARDS = {"programme": "Gittensor, Bittensor subnet 74", "currency": "TAO",
+           "url": "https://gittensor.io/", "needs": ["a wallet whose hotkey is registered"],
+           "note": "Check the programme's own eligibility rules."}
+
+
 def test_plain_mkdocs_build_produces_the_whole_site(tmp_path, make_state):
+    """With the maintainers' settings in the repository's mkdocs.yml: the rewards programme
+    and the repository every link points at."""
     repo = _repo_copy(tmp_path / "repo")
-    env = {**os.environ, "TINYROUTER_LEADERBOARD_DIR": str(make_state("busy"))}
+    with (repo / "mkdocs.yml").open("a", encoding="utf-8") as config:
+        config.write("extra:\n  rewards: " + json.dumps(REWARDS) + "\n")
+    env = {**os.environ, "TINYROUTER_LEADERBOARD_DIR": str(make_state("busy")),
+           "TINYROUTER_REPO_URL": "https://github.com/someone/their-fork"}
     subprocess.run([sys.executable, "-m", "mkdocs", "build", "--quiet"], cwd=repo, env=env,
                    check=True, capture_output=True, timeout=120)
     for page in PAGES:
         assert (repo / "public" / page).is_file(), page
     assert (repo / "public/assets/charts/history.svg").is_file()
+    rewards = article_of(repo / "public/rewards/index.html")
+    assert "Announced by the maintainers" in rewards and "Gittensor, Bittensor subnet 74" in rewards
+    assert "paid in TAO" in rewards and "a wallet whose hotkey is registered" in rewards
+    assert 'href="https://gittensor.io/"' in (repo / "public/rewards/index.html").read_text()
+    history = (repo / "public/history/index.html").read_text(encoding="utf-8")
+    assert 'href="https://github.com/someone/their-fork/pull/41"' in history
+
+
+@pytest.mark.parametrize(("env", "repository"), [
+    # the workflow's own repository, when nothing is configured
+    ({"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "org/board"},
+     "https://github.com/org/board"),
+    # nothing configured and no workflow: no repository link at all
+    ({}, None),
+])
+def test_links_point_at_the_configured_repository(tmp_path, make_state, monkeypatch, env,
+                                                  repository):
+    for name in ("TINYROUTER_REPO_URL", "GITHUB_SERVER_URL", "GITHUB_REPOSITORY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    site = build_site(tmp_path / "public", make_state("one_king"), OFFICIAL)
+    home = (site / "index.html").read_text(encoding="utf-8")
+    pull_links = set(re.findall(r'href="([^"]*)/pull/\d+"', home))
+    if repository is None:
+        assert pull_links == set() and 'class="md-source"' not in home and "#1" in text_of(
+            site / "index.html")
+    else:
+        assert pull_links == {repository} and f'href="{repository}"' in home
+    assert "tinyrouter/tinyrouter" not in home
+
+
+def test_the_rewards_settings_are_text_and_a_plain_link(make_state):
+    from evaluator.site.pages import generate
+    from evaluator.site.state import load_state
+
+    state = load_state(make_state("one_king"))
+    hostile = {"programme": "<b>Free</b> [money](javascript:alert(1))", "url": "javascript:x()",
+               "needs": ["a wallet", 3], "currency": 5}
+    panel = markdown.markdown(generate(state, OFFICIAL, rewards=hostile).fragments[
+        "rewards_panel"], extensions=["admonition", "tables"]).split("This section")[0]
+    assert "<b>" not in panel and "<a" not in panel and "[money](javascript" in html.unescape(panel)
+    assert "Its own rules" not in panel and "paid in" not in panel and "a wallet" in panel
+    empty = generate(state, OFFICIAL, rewards=None).fragments["rewards_panel"]
+    assert "No programme announced" in empty
+
+
+def test_every_king_has_a_router_card_linked_from_home_and_history(built_sites):
+    site = built_sites["busy"]
+    kings = json.loads((site / "downloads/leaderboard.json").read_text())["history"]
+    history = (site / "history/index.html").read_text(encoding="utf-8")
+    for number, king in enumerate(kings, start=1):
+        card = site / f"kings/@{king['miner']}/{king['generation']}/index.html"
+        assert card.is_file(), card
+        assert f'href="../kings/%40{king["miner"]}/{king["generation"]}/"' in history
+        text = article_of(card)
+        assert f"Reign {number} of {len(kings)}" in text and f"{king['composite']:.4f}" in text
+        if number < len(kings):
+            assert "Dethroned" in text and kings[number]["miner"] in text
+    home = (site / "index.html").read_text(encoding="utf-8")
+    last = kings[-1]
+    assert f'href="kings/%40{last["miner"]}/{last["generation"]}/"' in home
+    first, latest = (article_of(site / f"kings/@{k['miner']}/{k['generation']}/index.html")
+                     for k in (kings[0], last))
+    assert "No router card for this king" in first and "The first king" in first
+    assert "Where it routes" not in first and "Not published for this king" in first
+    assert "Where it routes" in latest and "Where it gains" in latest and "Reigning now" in latest
+    assert "How it differs from the king before" in latest and "(was " in latest
+    chart = f"assets/charts/kings/@{last['miner']}-{last['generation']}.svg"
+    assert (site / chart).is_file() and "<svg" in (site / chart).read_text()
+    assert not (site / f"assets/charts/kings/@{kings[0]['miner']}-1.svg").exists()
+
+
+def test_cost_against_accuracy_on_home_and_in_the_downloads(built_sites):
+    site = built_sites["busy"]
+    home = (site / "index.html").read_text(encoding="utf-8")
+    assert 'src="assets/charts/cost.svg"' in home and (site / "assets/charts/cost.svg").is_file()
+    frame = pd.read_csv(site / "downloads/cost.csv")
+    assert sorted(frame["kind"].value_counts().items()) == [("king", 5), ("model", 3),
+                                                            ("random", 1)]
+    data = json.loads((site / "downloads/leaderboard.json").read_text())
+    assert len(data["cost"]) == len(frame)
+    reigning = frame[(frame["kind"] == "king") & (frame["miner"] == data["king"]["miner"])
+                     & (frame["generation"] == data["king"]["generation"])]
+    assert f"${reigning['cost_per_1k_usd'].iloc[0]:.2f}" in text_of(site / "index.html")
+    assert "cost.csv" in text_of(site / "downloads/index.html")
+    older = text_of(built_sites["one_king"] / "index.html")  # a record before costs
+    assert "No cost figures yet" in older and "No metered cost published" in older
+    assert not (built_sites["one_king"] / "assets/charts/cost.svg").exists()
+
+
+def test_the_faq_reads_the_rules_in_force(tmp_path, make_state):
+    changed = dataclasses.replace(OFFICIAL, win_margin=0.037, rate_limit_count=2,
+                                  rate_limit_hours=12, duplicate_cosine=0.95,
+                                  duplicate_agreement=0.9, disclosure_precision=0.05)
+    site = build_site(tmp_path / "public", make_state("one_king"), changed)
+    faq = article_of(site / "faq/index.html")
+    assert "submit 2 heads in any 12 hours" in faq and "plus 0.037" in faq
+    assert "cosine similarity of 0.95 or more" in faq and "on 90% or more" in faq
+    assert "rounded to 0.05" in faq and "You may" in faq and "You may not" in faq
+    for section in ("How is a tie decided?", "How do I appeal a gate result?",
+                    "What is published about my head?"):
+        assert section in faq
+
+
+def test_one_miner_whatever_the_case_and_no_login_can_shadow_a_page(tmp_path):
+    from conftest import Board
+
+    board = Board(tmp_path / "leaderboard")
+    board.submit("alice", 1, 0, "king", 0.6)
+    board.submit("Bob", 1, 1, "lost", 0.55)
+    board.submit("BoB", 2, 2, "lost", 0.56)  # the most recent case GitHub reported
+    board.submit("index", 1, 3, "lost", 0.5)
+    board.submit("README", 1, 4, "rejected", reason="gate 5 (overfit)")
+    site = build_site(tmp_path / "public", board.save(), OFFICIAL)
+    assert "Everyone who has submitted" in text_of(site / "miners/index.html")
+    pages = sorted(p.name for p in (site / "miners").iterdir() if p.is_dir())
+    assert pages == ["@alice", "@bob", "@index", "@readme"]
+    bob = article_of(site / "miners/@bob/index.html")
+    assert "Miner BoB" in bob and "2 attempts" in bob and "GitHub login: BoB" in bob
+    evaluations = article_of(site / "evaluations/index.html")
+    assert "Bob" not in evaluations.replace("BoB", "") and evaluations.count("BoB") == 2
+    assert "Miner index" in article_of(site / "miners/@index/index.html")
+    assert "Miner README" in article_of(site / "miners/@readme/index.html")
+
+
+def test_what_looking_at_the_demo_site_found(tmp_path, make_state):
+    """A first king's page, plurals, signless zeros, a dethroned king's badge, and the Rules page
+    of a competition with a local encoder."""
+    board = make_state("busy")
+    lost = next(p for p in board.glob("results/*/*.json")
+                if json.loads(p.read_text())["outcome"] == "lost")
+    record = json.loads(lost.read_text())
+    lost.write_text(json.dumps({**record, "delta": -0.0, "ci95": [-0.0, 0.05]}))
+    demo = dataclasses.replace(OFFICIAL, encoder_id=str(tmp_path / "demo" / "encoder"))
+    site = build_site(tmp_path / "public", board, demo)
+    everything = " ".join(text_of(p) for p in html_files(site))
+    assert "-0.00" not in everything and "−0.00" not in everything
+    assert not re.search(r"\b1 (attempts|crowns|categories)\b", everything)
+    kings = json.loads((site / "downloads/leaderboard.json").read_text())["history"]
+    first = article_of(site / f"miners/@{kings[0]['miner']}/index.html")
+    assert "the first king, with no one to beat" in first and "over the king it replaced" not in (
+        first.split("Generation 1, crowned")[1].split("Generation")[0])
+    evaluations = (site / "evaluations/index.html").read_text(encoding="utf-8")
+    assert evaluations.count('class="tr-badge tr-former"') == len(kings) - 1
+    assert evaluations.count('class="tr-badge tr-king"') == 1
+    rules = article_of(site / "rules/index.html")
+    assert "a locally built model (encoder)" in rules and str(tmp_path) not in everything
+    assert "≤ 1,000,000" in rules and "1e+06" not in rules
+    assert f"above {'$0.00'}" in rules and "$0.0 " not in rules
 
 
 def test_command_builds_and_reports_errors(tmp_path, make_state, capsys):
@@ -256,3 +391,9 @@ def test_command_builds_and_reports_errors(tmp_path, make_state, capsys):
     (tmp_path / "notes" / "todo.txt").write_text("keep me", encoding="utf-8")
     assert main(["site", "build", "--repo", str(tmp_path), "--out", str(tmp_path / "notes")]) == 1
     assert "not empty" in capsys.readouterr().err
+
+
+def test_source_date_epoch_is_the_builds_now(tmp_path, make_state, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767323040")  # 2026-01-02 03:04 UTC
+    site = build_site(tmp_path / "public", make_state("one_king"), OFFICIAL)
+    assert "(this page: 2026-01-02 03:04 UTC)" in article_of(site / "queue/index.html")

@@ -10,10 +10,13 @@ import pytest
 from evaluator.site.markup import (
     fmt_date,
     fmt_delta,
+    fmt_encoder,
     fmt_interval,
     fmt_num,
     fmt_pct,
+    fmt_plural,
     fmt_score,
+    fmt_usd,
     md_text,
     miner_slug,
     safe_label,
@@ -70,6 +73,21 @@ def test_control_characters_cannot_break_a_line():
     (0.395, fmt_pct, "39.5%"),
     (13312, fmt_num, "13,312"),
     ([0.005, 0.055], fmt_interval, "[+0.0050, +0.0550]"),
+    # a value that rounds to zero has no sign of its own
+    (-0.00001, fmt_score, "0.0000"),
+    (-0.00001, fmt_delta, "+0.0000"),
+    ([-0.00003, 0.0412], fmt_interval, "[+0.0000, +0.0412]"),
+    (-0.0004, fmt_pct, "0.0%"),
+    # counts and limits never in exponent notation
+    (1e6, fmt_num, "1,000,000"),
+    (0.5, fmt_num, "0.5"),
+    (1e-7, fmt_num, "0.0000001"),
+    # dollars: cents, and small amounts to three significant digits
+    (0.0, fmt_usd, "$0.00"),
+    (0.631, fmt_usd, "$0.63"),
+    (1234.5, fmt_usd, "$1,234.50"),
+    (0.0412, fmt_usd, "$0.0412"),
+    (float("nan"), fmt_usd, "—"),
     # missing or wrong-typed values show a dash, not "None" or a crash
     (None, fmt_score, "—"),
     ("0.7", fmt_score, "—"),
@@ -83,20 +101,47 @@ def test_formats(value, formatter, expected):
     assert str(formatter(value)) == expected
 
 
+@pytest.mark.parametrize(("count", "noun", "expected"), [
+    (1, "attempt", "1 attempt"),
+    (2, "attempt", "2 attempts"),
+    (0, "crown", "0 crowns"),
+    (1, "category", "1 category"),
+    (3, "category", "3 categories"),
+])
+def test_plurals(count, noun, expected):
+    plural = "categories" if noun == "category" else None
+    assert fmt_plural(count, noun, plural) == expected
+
+
+@pytest.mark.parametrize(("encoder", "shown"), [
+    # a Hugging Face id is shown and linked
+    ("Qwen/Qwen3-0.6B", "[`Qwen/Qwen3-0.6B`](https://huggingface.co/Qwen/Qwen3-0.6B)"),
+    # a local folder shows its name only, never the path on the machine that built it
+    ("/tmp/tinyrouter-demo-x1/encoder", "a locally built model (`encoder`)"),
+    ("C:\\Users\\me\\enc oder", "a locally built model"),
+])
+def test_encoder_is_named_without_a_machine_path(encoder, shown):
+    assert fmt_encoder(encoder) == shown
+
+
 def test_date_with_time_is_utc():
     assert fmt_date("2026-11-29T14:03:00+02:00", with_time=True) == "2026-11-29 12:03"
 
 
 @pytest.mark.parametrize(("name", "label", "slug"), [
-    # valid GitHub logins are used as they are
-    ("alice", "alice", "alice"),
-    ("Bob-2_x", "Bob-2_x", "Bob-2_x"),
+    # a login's page is `@` and the login in lower case: one page whatever the case, and no
+    # login can take the name of another page (index, README)
+    ("alice", "alice", "@alice"),
+    ("Bob-2_x", "Bob-2_x", "@bob-2_x"),
+    ("index", "index", "@index"),
+    ("README", "README", "@readme"),
     # anything else gets a harmless label and a hashed page name
-    ("<img src=x onerror=alert(1)>", "img_src_x_onerror_alert_1 (invalid name)", "miner-"),
-    ("../../etc/passwd", "etc_passwd (invalid name)", "miner-"),
-    ("", "unnamed (invalid name)", "miner-"),
+    ("<img src=x onerror=alert(1)>", "img_src_x_onerror_alert_1 (invalid name)", "invalid-"),
+    ("../../etc/passwd", "etc_passwd (invalid name)", "invalid-"),
+    ("", "unnamed (invalid name)", "invalid-"),
 ])
 def test_labels_and_page_names(name, label, slug):
     assert safe_label(name) == label
     assert miner_slug(name).startswith(slug)
     assert "/" not in miner_slug(name) and "." not in miner_slug(name)
+    assert miner_slug(name) not in ("index", "README") and miner_slug(name) != miner_slug(name + "x")

@@ -26,7 +26,7 @@ def test_one_king(make_state):
 def test_results_are_newest_first_and_grouped_by_miner(make_state, hostile):
     state = load_state(make_state("busy"))
     times = [r.evaluated_at for r in state.results]
-    assert times == sorted(times, reverse=True) and len(times) == 52
+    assert times == sorted(times, reverse=True) and len(times) == 54
     miners = {m.name: m for m in state.miners()}
     assert hostile["name"] in miners
     assert sum(m.crowns for m in miners.values()) == len(state.kings) == 6
@@ -48,3 +48,19 @@ def test_corrupt_files_are_named(tmp_path, name, content, message):
     path.write_text(content, encoding="utf-8")
     with pytest.raises(LeaderboardError, match=re.escape(message)):
         load_state(tmp_path)
+
+
+def test_case_variants_of_a_login_are_one_miner_named_as_last_seen():
+    from evaluator.records import Attempt, Result
+    from evaluator.site.state import LeaderboardState
+
+    state = LeaderboardState(
+        results=[Result(miner="BoB", generation=2, pr=2, head_sha=None,
+                        evaluated_at="2026-09-03T00:00:00Z", outcome="lost"),
+                 Result(miner="bob", generation=1, pr=1, head_sha=None,
+                        evaluated_at="2026-09-02T00:00:00Z", outcome="lost")],
+        attempts=[Attempt(miner="Bob", generation=1, pr=1, head_sha=None,
+                          at="2026-09-01T00:00:00Z")])
+    [bob] = state.miners()
+    assert (bob.id, bob.name, len(bob.results), len(bob.attempts)) == ("bob", "BoB", 2, 1)
+    assert state.display_names() == {"bob": "BoB"}

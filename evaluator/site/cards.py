@@ -1,0 +1,213 @@
+"""Router cards and cost: what each king does, where it gains, and what a query costs.
+
+A king's public record carries a `router_card` (records before it did not: every figure
+here is optional). The manifest's baselines add, per benchmark, the pool models' accuracy
+per category and their cost per 1,000 single-turn answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from statistics import fmean
+from typing import Any
+
+from evaluator.baselines import gap_closed
+from evaluator.records import KING, Crowning, Result
+from evaluator.rules import Competition
+from evaluator.site.markup import miner_id, miner_slug
+from evaluator.site.state import LeaderboardState
+
+CHART_CATEGORIES = 10  # categories drawn per benchmark in a mix chart; the rest are pooled
+
+
+def _float(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if ok else None
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return fmean(known) if known else None
+
+
+@dataclass(frozen=True)
+class Reign:
+    """One king of history.json with its public record and its neighbours in the line."""
+
+    number: int  # 1 for the first king
+    king: Crowning
+    result: Result | None
+    previous: Crowning | None = None
+    previous_result: Result | None = None
+    successor: Crowning | None = None
+
+    @property
+    def slug(self) -> str:
+        return f"{miner_slug(self.king.miner)}/{self.king.generation}"
+
+    @property
+    def uri(self) -> str:
+        return f"kings/{self.slug}.md"
+
+    @property
+    def chart_uri(self) -> str:
+        return f"assets/charts/kings/{self.slug.replace('/', '-')}.svg"
+
+    @property
+    def card(self) -> dict[str, Any]:
+        card = self.result.router_card if self.result else None
+        return card if isinstance(card, dict) else {}
+
+    @property
+    def per_benchmark(self) -> dict[str, Any]:
+        return (self.result.per_benchmark if self.result else None) or {}
+
+    @property
+    def cost_per_1k(self) -> float | None:
+        return _float(self.card.get("cost_per_1k_usd"))
+
+    def accuracy(self, benchmarks: Sequence[str]) -> float | None:
+        """Mean cached accuracy over the benchmarks, as the cost chart plots it."""
+        return _mean([self.per_benchmark[b].cached_acc for b in benchmarks
+                      if b in self.per_benchmark])
+
+    def mean_part(self, name: str) -> float | None:
+        return _mean([getattr(part, name) for part in self.per_benchmark.values()])
+
+
+def _crowned_result(state: LeaderboardState, king: Crowning) -> Result | None:
+    crowned = [r for r in state.results if r.outcome == KING]
+    exact = next((r for r in crowned if r.key == king.key), None)
+    return exact or next((r for r in crowned if (miner_id(r.miner), r.generation)
+                          == (miner_id(king.miner), king.generation)), None)
+
+
+def reigns(state: LeaderboardState) -> list[Reign]:
+    """Every king, oldest first."""
+    results = [_crowned_result(state, king) for king in state.kings]
+    line = []
+    for index, king in enumerate(state.kings):
+        before = index - 1 if index else None
+        line.append(Reign(
+            number=index + 1, king=king, result=results[index],
+            previous=None if before is None else state.kings[before],
+            previous_result=None if before is None else results[before],
+            successor=state.kings[index + 1] if index + 1 < len(state.kings) else None))
+    return line
+
+
+# ---------------------------------------------------------------- routing mix
+
+def _weighted(groups: Mapping[str, Any], part: str) -> dict[str, float]:
+    total = sum(g.get("items", 0) for g in groups.values() if isinstance(g, dict))
+    shares: dict[str, float] = {}
+    for group in groups.values():
+        if not isinstance(group, dict) or not total:
+            continue
+        for name, share in (group.get(part) or {}).items():
+            value = _float(share)
+            if value is not None:
+                shares[name] = shares.get(name, 0.0) + value * group.get("items", 0) / total
+    return shares
+
+
+def mix(card: Mapping[str, Any], bench: str) -> dict[str, Any]:
+    """One benchmark's public-item mix: items, overall model and role shares, categories
+    (largest first)."""
+    entry = (card.get("public_items") or {}).get(bench) or {}
+    groups = {str(k): v for k, v in (entry.get("by_category") or {}).items() if isinstance(v, dict)}
+    return {"items": entry.get("items"), "models": _weighted(groups, "models"),
+            "roles": _weighted(groups, "roles"),
+            "categories": sorted(groups.items(), key=lambda kv: (-kv[1].get("items", 0), kv[0]))}
+
+
+def chart_rows(card: Mapping[str, Any], bench: str) -> list[tuple[str, dict[str, float]]]:
+    """The bars of one benchmark's mix chart: all items, the largest categories, the rest."""
+    entry = mix(card, bench)
+    if not entry["categories"]:
+        return []
+    rows = [("all items", entry["models"])]
+    shown, rest = entry["categories"][:CHART_CATEGORIES], entry["categories"][CHART_CATEGORIES:]
+    rows += [(name, {m: _float(v) or 0.0 for m, v in (group.get("models") or {}).items()})
+             for name, group in shown]
+    if rest:
+        rows.append((f"{len(rest)} other categories", _weighted(dict(rest), "models")))
+    return rows
+
+
+# ---------------------------------------------------------------- where it gains
+
+def gains(card: Mapping[str, Any], bench: str, baselines: Mapping[str, Any]) -> list[dict]:
+    """Per category of this evaluation's eval half: the king's cached accuracy beside the
+    best single model and the oracle on that category of the pool."""
+    by_category = baselines.get("by_category") or {}
+    rows = []
+    for category, ours in sorted(((card.get("eval_by_category") or {}).get(bench) or {}).items()):
+        base = by_category.get(category) or {}
+        best = base.get("best_single") or {}
+        cached = _float((ours or {}).get("cached_acc"))
+        best_acc, oracle = _float(best.get("accuracy")), _float(base.get("oracle"))
+        rows.append({"category": category, "items": (ours or {}).get("items"), "cached": cached,
+                     "best_model": best.get("model"), "best": best_acc, "oracle": oracle,
+                     "gain": None if cached is None or best_acc is None else cached - best_acc,
+                     "captured": gap_closed(cached, best_acc, oracle)})
+    return rows
+
+
+# ---------------------------------------------------------------- cost
+
+def model_cost(baselines: Mapping[str, Mapping[str, Any]], model: Any,
+               benchmarks: Sequence[str]) -> float | None:
+    """A pool model's mean cost per 1,000 single-turn answers over the benchmarks."""
+    return _mean([_float((baselines.get(b, {}).get("cost_per_1k_usd") or {}).get(model))
+                  for b in benchmarks])
+
+
+def best_single_cost(baselines: Mapping[str, Mapping[str, Any]],
+                     benchmarks: Sequence[str]) -> float | None:
+    """What always asking each benchmark's best single model costs per 1,000 questions."""
+    return _mean([model_cost(baselines, (baselines.get(b, {}).get("best_single") or {})
+                             .get("model"), [b]) for b in benchmarks])
+
+
+@dataclass(frozen=True)
+class CostPoint:
+    """One point of the cost–accuracy chart and of `cost.csv`."""
+
+    kind: str  # "king", "model" or "random"
+    label: str
+    accuracy: float
+    cost_per_1k_usd: float
+    miner: str | None = None
+    generation: int | None = None
+
+
+def cost_points(line: Sequence[Reign], baselines: Mapping[str, Mapping[str, Any]],
+                rules: Competition, pool_models: Sequence[str],
+                names: Mapping[str, str]) -> list[CostPoint]:
+    """Each pool model, random routing and every king with a metered cost, where known."""
+    benchmarks = list(rules.benchmarks)
+    points = []
+    costs = {}
+    for model in pool_models:
+        accuracy = _mean([_float((baselines.get(b, {}).get("per_model") or {}).get(model))
+                          for b in benchmarks])
+        costs[model] = cost = model_cost(baselines, model, benchmarks)
+        if accuracy is not None and cost is not None:
+            points.append(CostPoint("model", model, accuracy, cost))
+    random = _mean([_float(baselines.get(b, {}).get("random")) for b in benchmarks])
+    if random is not None and costs and None not in costs.values():
+        points.append(CostPoint("random", "random routing", random, fmean(costs.values())))
+    for reign in line:
+        accuracy, cost = reign.accuracy(benchmarks), reign.cost_per_1k
+        if accuracy is not None and cost is not None:
+            name = names.get(miner_id(reign.king.miner), reign.king.miner)
+            points.append(CostPoint("king", f"{name} g{reign.king.generation}", accuracy, cost,
+                                    name, reign.king.generation))
+    return points
+
+
+def oracle_accuracy(baselines: Mapping[str, Mapping[str, Any]],
+                    benchmarks: Sequence[str]) -> float | None:
+    return _mean([_float(baselines.get(b, {}).get("oracle")) for b in benchmarks])

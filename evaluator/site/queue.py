@@ -1,0 +1,127 @@
+"""The queue: where every attempt stands, and when each miner's next slot opens.
+
+Built from the attempts log and the results (plus the store's queue events, where it keeps
+them): an attempt is open while it waits for approval, is being evaluated, or was stale or
+void and is to run again; it is settled once a gate failed, a newer head replaced it on its
+pull request, or a decisive result was recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from evaluator.files import format_time, try_parse_time
+from evaluator.records import STALE, VOID, Attempt, Result
+from evaluator.rules import Competition
+from evaluator.site.markup import miner_id
+from evaluator.site.state import LeaderboardState
+
+EVALUATING_EVENT = "evaluating"
+# status → is the attempt still open
+STATUSES = {"waiting": True, "evaluating": True, "stale": True, "void": True,
+            "gate_failed": False, "superseded": False, "recorded": False}
+SETTLED_ROWS = 30  # the queue page shows this many settled attempts; the rest are on miner pages
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """One attempt and where it stands: `since` is when it entered `status`."""
+
+    attempt: Attempt
+    status: str
+    since: str | None
+    result: Result | None = None
+
+    @property
+    def open(self) -> bool:
+        return STATUSES[self.status]
+
+
+@dataclass(frozen=True)
+class Queue:
+    open: list[QueueEntry]  # oldest first: the order evaluations are taken in
+    settled: list[QueueEntry]  # newest first, at most SETTLED_ROWS
+    settled_total: int
+    next_slots: list[tuple[str, str]]  # (miner id, when their next slot opens), soonest first
+    tracks_evaluations: bool  # whether the store keeps "being evaluated" events
+
+
+def _time(value: Any) -> float:
+    moment = try_parse_time(value)
+    return moment.timestamp() if moment else float("-inf")
+
+
+def _same_head(attempt: Attempt, record: Any) -> bool:
+    if attempt.head_sha is not None:
+        return (record.pr, record.head_sha) == (attempt.pr, attempt.head_sha)
+    return (miner_id(record.miner), record.generation, record.pr) == (
+        miner_id(attempt.miner), attempt.generation, attempt.pr)
+
+
+class _Event:
+    """A queue event read loosely: the fields `_same_head` compares, and its time."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.miner = str(data.get("miner"))
+        self.generation = data.get("generation")
+        self.pr = data.get("pr")
+        self.head_sha = data.get("head_sha")
+        self.at = str(data.get("at"))
+
+
+def _entry(attempt: Attempt, results: list[Result], events: list[_Event],
+           newer: Attempt | None) -> QueueEntry:
+    if not attempt.gates_passed:
+        return QueueEntry(attempt, "gate_failed", attempt.at)
+    mine = sorted((r for r in results if _same_head(attempt, r)),
+                  key=lambda r: _time(r.evaluated_at))
+    latest = mine[-1] if mine else None
+    if latest is not None and latest.outcome not in (VOID, STALE):
+        return QueueEntry(attempt, "recorded", latest.evaluated_at, latest)
+    started = [e for e in events if _same_head(attempt, e)
+               and _time(e.at) > (_time(latest.evaluated_at) if latest else float("-inf"))]
+    if started:
+        return QueueEntry(attempt, "evaluating", max(started, key=lambda e: _time(e.at)).at, latest)
+    if newer is not None:
+        return QueueEntry(attempt, "superseded", newer.at, latest)
+    if latest is not None:
+        return QueueEntry(attempt, latest.outcome, latest.evaluated_at, latest)
+    return QueueEntry(attempt, "waiting", attempt.at)
+
+
+def refunded_heads(results: list[Result]) -> frozenset[str]:
+    """Heads whose evaluation was void: their attempts do not count against the rate limit."""
+    return frozenset(r.head_sha for r in results if r.outcome == VOID and r.head_sha is not None)
+
+
+def next_slots(attempts: list[Attempt], refunded: frozenset[str], rules: Competition,
+               now: datetime) -> dict[str, datetime]:
+    """Miner id → when their next slot opens, for each miner whose slots are all taken now
+    (the rate-limit gate's count: attempts in the window, refunded heads left out)."""
+    window = timedelta(hours=rules.rate_limit_hours)
+    recent: dict[str, list[datetime]] = {}
+    for attempt in attempts:
+        moment = try_parse_time(attempt.at)
+        if moment is not None and attempt.head_sha not in refunded and now - window < moment <= now:
+            recent.setdefault(miner_id(attempt.miner), []).append(moment)
+    return {miner: sorted(times)[-rules.rate_limit_count] + window
+            for miner, times in recent.items() if len(times) >= rules.rate_limit_count}
+
+
+def build_queue(state: LeaderboardState, rules: Competition, now: datetime) -> Queue:
+    events = [_Event(e) for e in state.queue or [] if e.get("event") == EVALUATING_EVENT]
+    entries = []
+    for index, attempt in enumerate(state.attempts):
+        newer = next((a for a in state.attempts[index + 1:] if a.pr is not None
+                      and a.pr == attempt.pr and a.head_sha != attempt.head_sha), None)
+        entries.append(_entry(attempt, state.results, events, newer))
+    open_ = sorted((e for e in entries if e.open), key=lambda e: _time(e.attempt.at))
+    settled = sorted((e for e in entries if not e.open), key=lambda e: _time(e.since),
+                     reverse=True)
+    slots = next_slots(state.attempts, refunded_heads(state.results), rules, now)
+    return Queue(open=open_, settled=settled[:SETTLED_ROWS], settled_total=len(settled),
+                 next_slots=[(m, format_time(t)) for m, t in sorted(slots.items(),
+                                                                   key=lambda p: p[1])],
+                 tracks_evaluations=state.queue is not None)

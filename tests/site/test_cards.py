@@ -1,0 +1,147 @@
+"""Router cards and cost: the figures each king's page and the cost chart are drawn from."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from conftest import CATEGORIES, COST_PER_1K
+
+from evaluator.records import Crowning
+from evaluator.rules import OFFICIAL
+from evaluator.site.cards import (
+    CHART_CATEGORIES,
+    CostPoint,
+    best_single_cost,
+    chart_rows,
+    cost_points,
+    gains,
+    mix,
+    reigns,
+)
+from evaluator.site.charts import frontier, history_figure
+from evaluator.site.pages import _baselines, _pool_models
+from evaluator.site.state import load_state
+from evaluator.store import Store, validate
+
+
+def test_the_fixture_boards_keep_the_public_file_contracts(make_state):
+    board = make_state("busy")
+    Store(board.parent, board=board).manifest()  # strict: against the manifest schema
+    kings = [json.loads(p.read_text()) for p in board.glob("results/*/*.json")]
+    kings = [record for record in kings if record["outcome"] == "king"]
+    assert len(kings) == 6 and sum(k["router_card"] is not None for k in kings) == 5
+    for record in kings:  # router cards included
+        validate("result", record, "a king's record")
+
+
+@pytest.fixture
+def busy_state(make_state):
+    return load_state(make_state("busy"))
+
+
+def test_each_reign_has_its_record_and_its_neighbours(busy_state):
+    line = reigns(busy_state)
+    assert [r.number for r in line] == list(range(1, 7))
+    assert all(r.result is not None and r.result.key == r.king.key for r in line)
+    assert line[0].previous is None and line[0].card == {}  # recorded before router cards
+    assert all(r.card for r in line[1:])
+    assert [r.successor for r in line[:-1]] == [r.king for r in line[1:]]
+    assert line[-1].successor is None
+    assert line[3].previous == line[2].king and line[3].previous_result == line[2].result
+    assert line[-1].uri == f"kings/@{line[-1].king.miner}/{line[-1].king.generation}.md"
+
+
+def test_the_mix_weights_each_category_by_its_items(busy_state):
+    card = reigns(busy_state)[-1].card
+    for bench in OFFICIAL.benchmarks:
+        entry = mix(card, bench)
+        groups = card["public_items"][bench]["by_category"]
+        assert entry["items"] == sum(g["items"] for g in groups.values())
+        assert sum(entry["models"].values()) == pytest.approx(1)
+        assert sum(entry["roles"].values()) == pytest.approx(1)
+        model = OFFICIAL.pool_names[0]
+        assert entry["models"][model] == pytest.approx(
+            sum(g["items"] * g["models"][model] for g in groups.values()) / entry["items"])
+        sizes = [g["items"] for _, g in entry["categories"]]
+        assert sizes == sorted(sizes, reverse=True)
+    assert mix({}, "math500") == {"items": None, "models": {}, "roles": {}, "categories": []}
+
+
+def test_a_mix_chart_pools_the_smaller_categories(busy_state):
+    card = reigns(busy_state)[-1].card
+    rows = chart_rows(card, "mmlu")
+    extra = len(CATEGORIES["mmlu"]) - CHART_CATEGORIES
+    assert rows[0][0] == "all items" and len(rows) == CHART_CATEGORIES + 2
+    assert rows[-1][0] == f"{extra} other categories"
+    assert sum(rows[-1][1].values()) == pytest.approx(1)
+    assert len(chart_rows(card, "math500")) == len(CATEGORIES["math500"]) + 1
+    assert chart_rows({}, "mmlu") == []
+
+
+def test_gains_set_each_category_against_its_own_baselines(busy_state):
+    line, baselines = reigns(busy_state), _baselines(busy_state)
+    rows = gains(line[-1].card, "math500", baselines["math500"])
+    assert [r["category"] for r in rows] == sorted(CATEGORIES["math500"])
+    for row in rows:
+        base = baselines["math500"]["by_category"][row["category"]]
+        assert row["best"] == base["best_single"]["accuracy"] and row["oracle"] == base["oracle"]
+        assert row["gain"] == pytest.approx(row["cached"] - row["best"])
+        assert row["captured"] == pytest.approx(
+            (row["cached"] - row["best"]) / (row["oracle"] - row["best"]))
+    assert gains(line[-1].card, "math500", {})[0]["best"] is None  # a manifest before categories
+
+
+def test_cost_points_for_models_random_routing_and_kings(busy_state):
+    line, baselines = reigns(busy_state), _baselines(busy_state)
+    points = cost_points(line, baselines, OFFICIAL, _pool_models(busy_state, OFFICIAL), {})
+    kinds = [p.kind for p in points]
+    assert kinds.count("model") == 3 and kinds.count("random") == 1 and kinds.count("king") == 5
+    cheapest = min(COST_PER_1K, key=COST_PER_1K.get)
+    model = next(p for p in points if p.label == cheapest)
+    factors = [1 + 0.2 * i for i in range(len(OFFICIAL.benchmarks))]  # the fixture's per bench
+    assert model.cost_per_1k_usd == pytest.approx(COST_PER_1K[cheapest] * sum(factors) / 3, 1e-3)
+    king = next(p for p in points if p.kind == "king" and p.generation == line[-1].king.generation
+                and p.miner == line[-1].king.miner)
+    assert king.cost_per_1k_usd == line[-1].card["cost_per_1k_usd"]
+    assert king.accuracy == pytest.approx(
+        sum(s.cached_acc for s in line[-1].result.per_benchmark.values()) / 3)
+    best = [baselines[b]["cost_per_1k_usd"][baselines[b]["best_single"]["model"]]
+            for b in OFFICIAL.benchmarks]
+    assert best_single_cost(baselines, OFFICIAL.benchmarks) == pytest.approx(sum(best) / 3)
+    assert best_single_cost({}, OFFICIAL.benchmarks) is None
+
+
+@pytest.mark.parametrize(("points", "kept"), [
+    # (cost, accuracy) → the labels on the frontier, cheapest first
+    ([(1, 0.5), (2, 0.6), (3, 0.55)], ["a", "b"]),
+    ([(1, 0.5), (1, 0.7), (2, 0.6)], ["b"]),
+    ([(3, 0.9), (2, 0.8), (1, 0.7)], ["c", "b", "a"]),
+])
+def test_the_frontier_keeps_what_no_cheaper_point_beats(points, kept):
+    marked = [CostPoint("model", label, acc, cost)
+              for label, (cost, acc) in zip("abc", points, strict=True)]
+    assert [p.label for p in frontier(marked)] == kept
+
+
+def _crowning(minutes: float) -> Crowning:
+    moment = datetime(2026, 11, 1, 12, tzinfo=UTC) + timedelta(minutes=minutes)
+    return Crowning(miner="alice", generation=1, pr=1, head_sha=None, composite=0.6,
+                    crowned_at=moment.strftime("%Y-%m-%dT%H:%M:%SZ"), delta=None, ci95=None,
+                    scores={"math500": 0.6})
+
+
+@pytest.mark.parametrize("span_minutes", [3, 600, 60 * 24 * 40])
+def test_the_history_axis_shows_dates_and_runs_to_now(span_minutes):
+    kings = [_crowning(0), _crowning(span_minutes / 2)]
+    now = datetime(2026, 11, 1, 12, tzinfo=UTC) + timedelta(minutes=span_minutes)
+    fig = history_figure(kings, ["math500"], until=now, win_margin=0.02)
+    top, bottom = fig.axes
+    fig.canvas.draw()
+    labels = [t.get_text() for t in bottom.get_xticklabels() if t.get_text()]
+    assert labels and all(label.startswith("2026-") for label in labels), labels
+    assert bottom.xaxis.get_offset_text().get_text() == ""
+    assert bottom.get_xlabel() == "date (UTC)"
+    step = top.lines[0]
+    assert step.get_xdata()[-1] == now  # the king's line reaches "now"

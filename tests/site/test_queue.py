@@ -1,0 +1,146 @@
+"""The queue: each attempt's status from the attempts log, the results and the queue events, and
+the next slot of each miner, which must agree with the rate-limit gate."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+from conftest import article_of
+
+from evaluator.files import format_time
+from evaluator.gates import GateContext, check_rate_limit
+from evaluator.records import Attempt, Result
+from evaluator.rules import OFFICIAL
+from evaluator.site import build_site
+from evaluator.site.queue import build_queue, next_slots, refunded_heads
+from evaluator.site.state import LeaderboardState
+from evaluator.store import Store
+
+T0 = datetime(2026, 10, 1, tzinfo=UTC)
+
+
+def at(hours: float) -> str:
+    return format_time(T0 + timedelta(hours=hours))
+
+
+def attempt(head: str, hours: float, pr: int = 1, failed: int | None = None,
+            miner: str = "amy") -> Attempt:
+    return Attempt(miner=miner, generation=1, pr=pr, head_sha=head * 40, at=at(hours),
+                   gates_passed=failed is None, failed_gate=failed)
+
+
+def result(head: str, hours: float, outcome: str, pr: int = 1) -> Result:
+    return Result(miner="amy", generation=1, pr=pr, head_sha=head * 40, evaluated_at=at(hours),
+                  outcome=outcome)
+
+
+def event(head: str, hours: float, pr: int = 1) -> dict:
+    return {"event": "evaluating", "miner": "amy", "generation": 1, "pr": pr,
+            "head_sha": head * 40, "at": at(hours)}
+
+
+@pytest.mark.parametrize(("attempts", "results", "events", "statuses"), [
+    # gates
+    ([attempt("a", 0, failed=3)], [], [], ["gate_failed"]),
+    ([attempt("a", 0)], [], [], ["waiting"]),
+    # being evaluated: an event for this head after its latest result
+    ([attempt("a", 0)], [], [event("a", 1)], ["evaluating"]),
+    ([attempt("a", 0)], [], [event("b", 1)], ["waiting"]),
+    ([attempt("a", 0)], [result("a", 2, "stale")], [event("a", 3)], ["evaluating"]),
+    ([attempt("a", 0)], [result("a", 2, "stale")], [event("a", 1)], ["stale"]),
+    # results
+    ([attempt("a", 0)], [result("a", 2, "lost")], [event("a", 1)], ["recorded"]),
+    ([attempt("a", 0)], [result("a", 2, "king")], [], ["recorded"]),
+    ([attempt("a", 0)], [result("a", 2, "rejected")], [], ["recorded"]),
+    ([attempt("a", 0)], [result("a", 2, "void")], [], ["void"]),
+    ([attempt("a", 0)], [result("a", 2, "void"), result("a", 5, "lost")], [], ["recorded"]),
+    ([attempt("a", 0)], [result("a", 2, "stale")], [], ["stale"]),
+    # a result for another head of the same PR is not this head's
+    ([attempt("a", 0)], [result("b", 2, "lost")], [], ["waiting"]),
+    # a new head on the same pull request replaces an open one, not a recorded one
+    ([attempt("a", 0), attempt("b", 30)], [], [], ["superseded", "waiting"]),
+    ([attempt("a", 0), attempt("b", 30)], [result("a", 2, "lost")], [], ["recorded", "waiting"]),
+])
+def test_each_attempt_has_one_status(attempts, results, events, statuses):
+    state = LeaderboardState(attempts=attempts, results=results, queue=events)
+    queue = build_queue(state, OFFICIAL, T0 + timedelta(days=5))
+    found = {e.attempt.head_sha: e.status for e in queue.open + queue.settled}
+    assert [found[a.head_sha] for a in attempts] == statuses
+
+
+def test_open_entries_are_oldest_first_and_settled_ones_newest_first():
+    attempts = [attempt("a", 0, pr=1), attempt("b", 1, pr=2), attempt("c", 2, pr=3),
+                attempt("d", 3, pr=4, failed=0)]
+    results = [result("a", 10, "lost", pr=1)]
+    queue = build_queue(LeaderboardState(attempts=attempts, results=results), OFFICIAL,
+                        T0 + timedelta(days=5))
+    assert [e.attempt.pr for e in queue.open] == [2, 3]
+    assert [e.attempt.pr for e in queue.settled] == [1, 4]  # settled at 10 h, then at 3 h
+    assert not queue.tracks_evaluations
+
+
+def test_slots_are_counted_as_the_rate_limit_gate_counts_them():
+    attempts = [attempt("a", 0, miner="Amy"), attempt("b", 20, pr=2, miner="amy"),
+                attempt("c", 21, pr=3, miner="bo"), attempt("d", 22, pr=4, miner="cy"),
+                attempt("e", 22, pr=5, miner="AMY")]
+    results = [result("d", 23, "void", pr=4)]  # cy's evaluation was void: refunded
+    refunded = refunded_heads(results)
+    for rules in (OFFICIAL, dataclasses.replace(OFFICIAL, rate_limit_count=2)):
+        for hours in (20.5, 22.5, 23, 24.5, 43, 44.5, 46.5):
+            now = T0 + timedelta(hours=hours)
+            slots = next_slots(attempts, refunded, rules, now)
+            ctx = GateContext(author="x", now=now, rules=rules, attempts=attempts,
+                              refunded=refunded)
+            for login in ("AMY", "bo", "cy", "dee"):
+                reason = check_rate_limit(SimpleNamespace(login=login), ctx)
+                opens = slots.get(login.lower())
+                assert (reason is None) == (opens is None), (rules.rate_limit_count, hours, login)
+                assert opens is None or format_time(opens) in reason
+
+
+def test_the_queue_page(built_sites):
+    page = article_of(built_sites["busy"] / "queue/index.html")
+    open_part = page.split("Next slots¶")[0]
+    assert "kate" in open_part and "stale: runs again" in open_part
+    assert "judy" in open_part and "leo" in open_part
+    if hasattr(Store, "queue_events"):  # leo's evaluation started (queue.jsonl)
+        assert "waiting for approval" in open_part and "being evaluated" in open_part
+    else:
+        assert "waiting for evaluation" in open_part and "being evaluated" not in page
+    settled = page.split("Settled¶")[1]
+    assert "rejected at gate 3" in settled and "replaced by a newer head" in settled
+    assert "The latest 30 of" in settled
+    slots = page.split("Next slots¶")[1].split("Settled¶")[0]
+    assert "oscar" in slots and "2026-10-21 04:48" in slots  # gated 48.7 days in, + 24 h
+    empty = article_of(built_sites["empty"] / "queue/index.html")
+    assert "Nothing in the queue" in empty and "Every miner may submit now" in empty
+    assert "No attempt has been settled yet" in empty
+
+
+def test_a_store_with_queue_events_shows_what_is_being_evaluated(tmp_path, make_state,
+                                                                 monkeypatch):
+    from evaluator.site import build_site
+    from evaluator.store import Store
+
+    board = make_state("busy")
+    judy = [a for a in Store(board.parent, board=board, lenient=True).attempts()
+            if a.miner == "judy"][-1]
+    monkeypatch.setattr(Store, "queue_events", lambda self: [
+        {"event": "evaluating", "miner": "judy", "generation": judy.generation, "pr": judy.pr,
+         "head_sha": judy.head_sha, "at": judy.at}], raising=False)
+    site = build_site(tmp_path / "public", board, OFFICIAL)
+    page = article_of(site / "queue/index.html")
+    assert "being evaluated" in page.split("Next slots")[0]
+    assert "waiting for approval" in page  # the legend, now that the two can be told apart
+
+
+def test_a_store_without_queue_events_says_waiting_for_evaluation(tmp_path, make_state,
+                                                                  monkeypatch):
+    monkeypatch.delattr(Store, "queue_events", raising=False)
+    site = build_site(tmp_path / "public", make_state("busy"), OFFICIAL)
+    page = article_of(site / "queue/index.html")
+    assert "waiting for evaluation" in page.split("Next slots")[0]
+    assert "being evaluated" not in page and "waiting for approval" not in page
