@@ -37,6 +37,8 @@ COMMANDS = {
     "bench": Command("bench", "performance benchmarks of the coordinator (not tests)"),
     "bench-sandbox": Command("bench_sandbox", "time the code sandbox per program (a benchmark, "
                                               "not a test)"),
+    "bench-startup": Command("bench_startup", "time the light commands' start-up against "
+                                              "importing numpy, httpx and safetensors"),
     "bench-training": Command("bench_training", "train on the demo corpus and score its "
                                                 "held-out split (a benchmark, not a test)"),
     "collect": Command("collect", "collect training data: every pool model's graded answers "
@@ -137,6 +139,15 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         if name == chosen:
             _load(name).PARSERS[name](child)
     return parser
+
+
+def invocation(args: argparse.Namespace) -> str:
+    """`tinyrouter` as this run was invoked: with its --competition, so a printed next step
+    runs under the same rules when pasted."""
+    import shlex
+
+    return "tinyrouter" + (f" --competition {shlex.quote(args.competition)}"
+                           if getattr(args, "competition", None) else "")
 
 
 def competition_from(args: argparse.Namespace) -> Competition:

@@ -86,10 +86,12 @@ async def answer_items_async(items: Sequence[Item], client: ChatClient,
                              rules: Competition, *,
                              benchmarks: Mapping[str, Any] | None = None,
                              on_batch: OnBatch | None = None,
+                             on_progress: Callable[[int, int], None] | None = None,
                              batch_items: int = BATCH_ITEMS) -> list[AnsweredItem]:
     """Ask every pool model for its Worker answer to each item and grade it; rows in item order.
 
-    `on_batch` receives each finished batch in order, so a caller can save progress.
+    `on_batch` receives each finished batch in order, so a caller can save progress;
+    `on_progress(done, total)` is told after each batch (a progress bar's update).
     """
     benchmarks = _benchmarks_for(items, benchmarks)
     rows: list[AnsweredItem] = []
@@ -98,7 +100,9 @@ async def answer_items_async(items: Sequence[Item], client: ChatClient,
         rows.extend(batch)
         if on_batch is not None:
             on_batch(batch)
-        log.info("answered %d/%d items", len(rows), len(items))
+        if on_progress is not None:
+            on_progress(len(rows), len(items))
+        log.debug("answered %d/%d items", len(rows), len(items))
     return rows
 
 

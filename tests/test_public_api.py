@@ -12,7 +12,8 @@ PUBLIC = [
 ]
 
 COMMANDS = [
-    "baseline", "bench", "bench-agreement", "bench-sandbox", "bench-training", "collect", "demo",
+    "baseline", "bench", "bench-agreement", "bench-sandbox", "bench-startup",
+    "bench-training", "collect", "demo",
     "diff", "encoder", "evaluate", "fairness", "gates", "gh", "grade", "leaderboard", "ledger",
     "pack", "pool", "preflight", "reveal", "score", "seal", "site", "train", "verify-benchmark",
 ]

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from evaluator.commands.demo import GENERATIONS as DEMO_GENERATIONS
 from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
-
-DEMO_GENERATIONS = 60  # what the demo's miners train for
 
 
 def add_bench_agreement(p: argparse.ArgumentParser) -> None:
@@ -18,7 +17,7 @@ def add_bench_agreement(p: argparse.ArgumentParser) -> None:
                      "the behavioural duplicate threshold is chosen from. Takes minutes.")
     p.add_argument("--heads", type=int, default=6, help="independent heads to train")
     p.add_argument("--generations", type=int, default=DEMO_GENERATIONS,
-                   help="training generations per head")
+                   help="training generations per head (the demo's miners train as many)")
     p.add_argument("--limit", type=int, help="train items per benchmark (default all)")
     p.add_argument("--json", metavar="OUT", help="also write the report here (- for stdout)")
     p.set_defaults(func=run)

@@ -6,6 +6,8 @@ import argparse
 import logging
 from pathlib import Path
 
+from tqdm import tqdm
+
 from evaluator.benchmarks.sealing import load_manifest
 from evaluator.benchmarks.splits import public_items
 from evaluator.collect import collect_training, pool_client_factory
@@ -60,7 +62,12 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     path = data_path(out, args.benchmark)
     make_client = pool_client_factory(args.pool_url, out / LEDGER_FILE, rules)
-    new, rows = collect_training(items, path, make_client, rules)
+    with tqdm(desc=f"answering {args.benchmark}", unit="item", leave=False) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        new, rows = collect_training(items, path, make_client, rules, on_progress=progress)
     cost = sum(a.cost_usd for row in new for a in row.answers.values())
     print(f"{args.benchmark}: {len(new)} new rows ({len(rows)} in {path}), ${cost:.4f} "
           f"this run, ledger {out / LEDGER_FILE}")

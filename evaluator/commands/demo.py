@@ -46,6 +46,7 @@ class Miner:
 
 MINERS = (Miner("alice", seed=1, pr=1), Miner("bob", seed=7, pr=2))
 COPIER = Miner("mallory", seed=0, pr=3)  # submits the king's head with its role rows permuted
+GENERATIONS, FAST_GENERATIONS = 60, 15  # each miner's training run, full and --fast
 FAIRNESS_SCALE = 0.05  # of `tinyrouter fairness`'s trial counts: seconds, not minutes
 
 
@@ -148,12 +149,12 @@ def collect(ws: Workspace) -> None:
 
 
 def train(ws: Workspace) -> None:
-    generations = 15 if ws.fast else 60
+    generations = FAST_GENERATIONS if ws.fast else GENERATIONS
     for miner in MINERS:
         tinyrouter(ws, "train", "--benchmarks", ",".join(ws.rules.benchmarks),
                    "--run-name", miner.login, "--data", ws.data, "--encoder", ws.encoder,
                    "--experiments", ws.experiments, "--generations", generations,
-                   "--seed", miner.seed, "--no-progress")
+                   "--seed", miner.seed, "--progress-every", generations // 3)
         tinyrouter(ws, "pack", "--run-dir", ws.experiments / miner.login,
                    "--miner-name", miner.login, "--repo", ws.repo)
 
@@ -256,7 +257,8 @@ def demo_secrets():
 
 def run_demo(root: Path, fast: bool = False,
              progress: Callable[[int, int, str], None] | None = None,
-             stages: Sequence[Stage] = STAGES) -> Workspace:
+             stages: Sequence[Stage] = STAGES,
+             done: Callable[[str, float], None] | None = None) -> Workspace:
     import torch
 
     torch.set_num_threads(1)  # the tiny encoder's matrices are too small to share between cores
@@ -270,6 +272,8 @@ def run_demo(root: Path, fast: bool = False,
             started = time.perf_counter()
             stage(ws)
             ws.timings[title] = time.perf_counter() - started
+            if done:
+                done(title, ws.timings[title])
     return ws
 
 
@@ -291,11 +295,14 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
 
     def progress(number: int, total: int, title: str) -> None:
-        print(f"\n[{number}/{total}] {title} ({time.perf_counter() - started:.0f} s)", flush=True)
+        print(f"\n[{number}/{total}] {title}", flush=True)
+
+    def done(title: str, seconds: float) -> None:
+        print(f"    … {seconds:.0f} s", flush=True)
 
     print(f"TinyRouter demo in {args.workdir}/ — offline; the benchmark password is the demo's "
           f"own ({DEMO_PASSWORD!r}), never use it for a real competition.")
-    ws = run_demo(args.workdir, fast=args.fast, progress=progress)
+    ws = run_demo(args.workdir, fast=args.fast, progress=progress, done=done)
     print(summary(ws, time.perf_counter() - started))
     return 0
 
@@ -335,7 +342,9 @@ def summary(ws: Workspace, seconds: float) -> str:
 
 
 def footer(ws: Workspace, seconds: float) -> list[str]:
-    return ["", f"Finished in {seconds:.0f} s. Workspace: {ws.root}",
+    width = max(map(len, ws.timings), default=0)
+    stages = [f"  {title:<{width}}  {took:>5.0f} s" for title, took in ws.timings.items()]
+    return ["", "Stages:", *stages, "", f"Finished in {seconds:.0f} s. Workspace: {ws.root}",
             f"  leaderboard state: {Store(ws.repo).root}",
             f"  private records (keep off the public repository): {ws.private}",
             f"Site: {ws.site / 'index.html'}",

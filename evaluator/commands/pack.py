@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 
@@ -22,5 +23,13 @@ def run(args: argparse.Namespace) -> int:
     folder = pack(args.run_dir, args.miner_name, args.repo, args.rules)
     shown = folder.relative_to(args.repo) if folder.is_relative_to(args.repo) else folder
     print(f"wrote {shown}")
-    print(f"next: tinyrouter preflight {shown}")
+    print(f"next: {next_step(args, shown)}")
     return 0
+
+
+def next_step(args: argparse.Namespace, folder: Path) -> str:
+    """The preflight command to run next, exactly as it must be typed from here."""
+    from evaluator.cli import invocation
+
+    repo = "" if args.repo == Path(".") else f" --repo {shlex.quote(str(args.repo))}"
+    return f"{invocation(args)} preflight {shlex.quote(folder.as_posix())}{repo}"

@@ -7,6 +7,8 @@ import json
 import os
 from pathlib import Path
 
+from tqdm import tqdm
+
 from evaluator.benchmarks.sealing import (
     DIR_ENV,
     OFFICIAL_KDF,
@@ -114,7 +116,10 @@ def run_seal(args: argparse.Namespace) -> int:
     answered: list[AnsweredItem] = []
 
     def answer(todo: list[Item]) -> list[AnsweredItem]:
-        rows = answer_items(todo, make_client, rules)
+        bench = todo[0].benchmark if todo else ""
+        with tqdm(total=len(todo), desc=f"answering {bench}", unit="item", leave=False) as bar:
+            rows = answer_items(todo, make_client, rules,
+                                on_progress=lambda done, _: bar.update(done - bar.n))
         answered.extend(rows)
         return rows
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 TRAINING_OPTIONS = ("generations", "popsize", "sigma0", "minibatch", "scales_step", "shrink")
@@ -44,6 +45,8 @@ def add_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's "
                    "choice; 1 is often fastest for a tiny encoder on a busy CPU)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--progress-every", type=int, metavar="N",
+                   help="instead of a bar, print a line every N generations (for logs)")
     p.set_defaults(func=run)
 
 
@@ -54,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     # the trainer and torch load only when training runs, so --help works on the core install
     from tqdm import tqdm
 
+    from evaluator.errors import TrainingError
     from evaluator.heads import resolve_head
     from evaluator.train.data import LEDGER_FILE, load_training_set, split_holdout
     from evaluator.train.fitness import encoder_featurizer
@@ -87,12 +91,20 @@ def run(args: argparse.Namespace) -> int:
         live = pool_live_fitness(data, router, args.pool_url, run_dir / LEDGER_FILE, rules,
                                  config.seed, config.live_items)
     featurizer = encoder_featurizer(encoder, data, rules)
+    if args.progress_every is not None and args.progress_every < 1:
+        raise TrainingError("--progress-every must be at least 1")
     bar = tqdm(total=config.generations, desc=args.run_name, unit="gen",
-               disable=args.no_progress)
+               disable=args.no_progress or args.progress_every is not None)
 
     def progress(entry: dict) -> None:
-        bar.n = entry["generation"] + 1
+        done = entry["generation"] + 1
+        bar.n = done
         bar.set_postfix(best=f"{entry['best']:.4f}", mean=f"{entry['mean']:.4f}")
+        if args.progress_every and (done % args.progress_every == 0
+                                    or done == config.generations):
+            print(f"  {args.run_name}: generation {done}/{config.generations}, best fitness "
+                  f"{entry['best']:.4f}, mean {entry['mean']:.4f} ({entry['seconds']:.0f} s)",
+                  flush=True)
 
     try:
         summary = run_training(run_dir, config, data, featurizer, rules, resume=args.resume,
@@ -111,9 +123,13 @@ def run(args: argparse.Namespace) -> int:
               f"(expected {t['expected_acc']:.4f}, {t['items']} items; {held} held out)")
     if start is not None:
         warn_if_close(run_dir, start, featurizer, data, rules)
-    print(f"next: tinyrouter score {run_dir} --data {args.data}"
-          + (f" --king --repo {args.repo}" if start is not None else ""))
-    print(f"      tinyrouter pack --run-dir {run_dir} --miner-name <your GitHub login>")
+    from evaluator.cli import invocation
+
+    quote = shlex.quote
+    print(f"next: {invocation(args)} score {quote(str(run_dir))} --data {quote(str(args.data))}"
+          + (f" --king --repo {quote(str(args.repo))}" if start is not None else ""))
+    print(f"      {invocation(args)} pack --run-dir {quote(str(run_dir))} "
+          "--miner-name <your GitHub login>")
     return 0
 
 

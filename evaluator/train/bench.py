@@ -47,14 +47,16 @@ class BenchOptions:
     limit: int | None = None  # train and eval items per benchmark, for a quick look
 
 
-def demo_rows(rules: Competition, make_client: Callable[[], Any],
-              limit: int | None = None) -> tuple[list[AnsweredItem], list[AnsweredItem]]:
-    """Every pool model's graded Worker answer to each benchmark's train and eval items."""
+def demo_rows(rules: Competition, make_client: Callable[[], Any], limit: int | None = None,
+              held_out: bool = True) -> tuple[list[AnsweredItem], list[AnsweredItem]]:
+    """Every pool model's graded Worker answer to each benchmark's train items and (with
+    `held_out`) its scored pool's items."""
     train_items, eval_items = [], []
     for bench in rules.benchmarks:
         splits = draw_splits(load_items(bench, "demo", rules), SPLIT_SEED, rules)
         train_items += list(splits.train[:limit])
-        eval_items += list(splits.hidden[POOL_SPLIT][:limit])
+        if held_out:
+            eval_items += list(splits.hidden[POOL_SPLIT][:limit])
     rows = answer_items(train_items + eval_items, make_client, rules)
     return rows[:len(train_items)], rows[len(train_items):]
 

@@ -93,7 +93,8 @@ def run_agreement(n_heads: int, generations: int, base: Competition,
         rules = competition_for_encoder(make_tiny(work / "encoder", seed=0), base)
         progress("answering the demo's train items")
         with serve_simulator(bundled_simulator(rules, seed=0)) as url:
-            train_rows, _ = demo_rows(rules, pool_client_factory(url, None, rules), limit)
+            train_rows, _ = demo_rows(rules, pool_client_factory(url, None, rules), limit,
+                                      held_out=False)
         encoder = load_encoder(str(work / "encoder"), rules, device="cpu")
         data = TrainingSet.of(train_rows, rules)
         featurizer = encoder_featurizer(encoder, data, rules)

@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import shlex
 
 import numpy as np
 import pytest
@@ -66,8 +67,10 @@ def test_pack_writes_a_submission_that_passes_preflight(run, repo, capsys):
     assert np.array_equal(head, read_weights(run / "best.safetensors", rules=OFFICIAL)[0])
     readme = (folder / "README.md").read_text()
     assert "sep-cma-es" in readme and "| generation |" in readme
-    assert "preflight submissions/alice/1" in capsys.readouterr().out
-    assert main(["preflight", str(folder), "--repo", str(repo)]) == 0
+    hint = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("next:"))
+    # the hint runs exactly as printed
+    argv = shlex.split(hint.removeprefix("next:"))
+    assert argv[:2] == ["tinyrouter", "preflight"] and main(argv[1:]) == 0
 
 
 def test_the_next_pack_takes_the_next_generation(run, repo):

@@ -311,7 +311,7 @@ def test_train_command_runs_and_resumes(tmp_path, monkeypatch, capsys):
     assert main([*argv, "--generations", "3", "--resume"]) == 0
     history = json.loads((tmp_path / "exp" / "r1" / "history.json").read_text())
     assert len(history["generations"]) == 3
-    assert "tinyrouter pack --run-dir" in capsys.readouterr().out
+    assert f"tinyrouter --competition {competition} pack --run-dir" in capsys.readouterr().out
     assert main([*argv, "--generations", "3"]) == 1
     assert "--resume" in capsys.readouterr().err
     assert main([*argv, "--generations", "3", "--resume", "--shrink", "0"]) == 1
