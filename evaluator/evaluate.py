@@ -28,7 +28,7 @@ import numpy as np
 
 from evaluator.errors import BenchmarkError, LeaderboardError, OutOfCreditError, PoolError
 from evaluator.files import format_time, utc_now
-from evaluator.gates import recheck
+from evaluator.gates import Change, recheck
 from evaluator.loop import FAILED, Decide, LiveOutcome, coordinator_transcript
 from evaluator.records import (
     KING,
@@ -437,14 +437,22 @@ def evaluate_submission(repo: Path, relpath: str, open_sets: Callable[[], Sets],
                         run_live: LiveRunner, rules: Competition,
                         public_items: Callable[[], Sequence[Item]] = list,
                         pr: int | None = None, head_sha: str | None = None,
-                        now: datetime | None = None, drawn: Partition | None = None) -> Result:
-    """Re-check the gates, find the king, compare behaviours on public items, then open the
-    hidden sets and evaluate."""
+                        now: datetime | None = None, drawn: Partition | None = None,
+                        author: str | None = None, changes: list[Change] | None = None,
+                        require_gates_pass: bool = False) -> Result:
+    """Re-check every gate (scope included, on this checkout of the base branch), find the
+    king, compare behaviours on public items, then open the hidden sets and evaluate.
+
+    With `require_gates_pass`, the attempts log must record a gates pass for `pr` at
+    `head_sha`, the exact head scored (a workflow's evaluation), or nothing is evaluated.
+    """
     repo, store = Path(repo), Store(Path(repo))
+    if require_gates_pass:
+        store.require_gates_pass(pr, head_sha)
     sub = Submission(repo, relpath, rules)
     stamp = Stamp(Contender(sub.login, sub.generation, np.empty(0), pr, head_sha),
                   now or utc_now(), store.manifest_hash())
-    reason = recheck(repo, relpath, pr, rules)
+    reason = recheck(repo, relpath, pr, rules, head_sha=head_sha, author=author, changes=changes)
     if reason is not None:
         log.info("gate re-check failed: %s", reason)
         return stamp.result(REJECTED, reason=reason)

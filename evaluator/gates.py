@@ -43,6 +43,50 @@ class Change:
     old_path: str | None = None
 
 
+# git's C-style quoting of unusual paths in `git diff --name-status` (core.quotePath)
+_QUOTED = {"\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r",
+           '"': '"', "\\": "\\"}
+_UNQUOTED = {letter: char for char, letter in _QUOTED.items()}
+
+
+def _raw(text: str) -> bytes:
+    """A name's bytes: a non-UTF-8 name read from disk or an API comes back exactly."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+def quote_path(path: str) -> str:
+    """A path as `git diff --name-status` writes it: as is when it is printable ASCII, else in
+    double quotes with C escapes and octal bytes, so a tab or newline in a name stays in it."""
+    raw = _raw(path)
+    if all(0x20 <= b < 0x7F and b not in b'"\\' for b in raw):
+        return path
+    body = "".join("\\" + _QUOTED[chr(b)] if chr(b) in _QUOTED else
+                   chr(b) if 0x20 <= b < 0x7F else f"\\{b:03o}" for b in raw)
+    return f'"{body}"'
+
+
+def unquote_path(text: str) -> str:
+    """The path `quote_path` (or git) quoted; a plain one as is."""
+    if len(text) < 2 or text[0] != '"' or text[-1] != '"':
+        return text
+    body, raw, i = text[1:-1], bytearray(), 0
+    while i < len(body):
+        octal = body[i + 1:i + 4]
+        if body[i] == "\\" and len(octal) == 3 and all(c in "01234567" for c in octal):
+            raw.append(int(octal, 8) & 0xFF)
+            i += 4
+        elif body[i] == "\\" and body[i + 1:i + 2] in _UNQUOTED:
+            raw += _UNQUOTED[body[i + 1]].encode()
+            i += 2
+        else:
+            raw += _raw(body[i])
+            i += 1
+    return raw.decode("utf-8", "surrogateescape")
+
+
 def parse_changes(text: str) -> list[Change]:
     changes = []
     for line in text.splitlines():
@@ -51,10 +95,11 @@ def parse_changes(text: str) -> list[Change]:
         parts = line.split("\t")
         status = parts[0].strip()
         if status[:1] in ("R", "C") and len(parts) == 3:
-            changes.append(Change(status[:1], parts[2], old_path=parts[1]))
+            changes.append(Change(status[:1], unquote_path(parts[2]),
+                                  old_path=unquote_path(parts[1])))
         elif len(parts) == 2 and status:
-            changes.append(Change(status[:1], parts[1]))
-        else:  # e.g. a file name holding a tab or newline: gate 0 refuses it, never a crash
+            changes.append(Change(status[:1], unquote_path(parts[1])))
+        else:  # e.g. an unquoted file name holding a tab: gate 0 refuses it, never a crash
             changes.append(Change("?", line))
     return changes
 
@@ -117,6 +162,36 @@ class GateReport:
 
 # ---------------------------------------------------------------- gate 0
 
+def _shown(name: str) -> str:
+    """A name as a reason quotes it: escaped, and a non-UTF-8 one as its bytes."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return repr(_raw(name))
+    return ascii(name)
+
+
+def odd_name(name: str) -> str | None:
+    """Why a file or folder name is refused whatever it is called, else None. Names are plain
+    ASCII without control characters, so a look-alike or a trailing newline cannot pass."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"the name {_shown(name)} is not valid UTF-8; rename it"
+    for char in name:
+        if ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F:
+            return (f"the name {_shown(name)} contains a control character (U+{ord(char):04X}); "
+                    "rename it")
+        if ord(char) > 0x7F:
+            return (f"the name {_shown(name)} contains U+{ord(char):04X}, which is not ASCII; "
+                    "names are plain ASCII so that a look-alike cannot pass for another")
+    return None
+
+
+def _odd_path(path: str) -> str | None:
+    return next(filter(None, map(odd_name, PurePosixPath(path).parts)), None)
+
+
 def _scope_of_changes(sub: Submission, ctx: GateContext) -> str | None:
     prefix = PurePosixPath(sub.relpath)
     for change in ctx.changes or []:
@@ -124,7 +199,10 @@ def _scope_of_changes(sub: Submission, ctx: GateContext) -> str | None:
         if change.status != "A":
             verb = {"M": "modifies", "D": "deletes", "R": "renames", "C": "copies"}.get(
                 change.status, "makes an unreadable change to")
-            return f"the PR {verb} {change.path!r}; a submission may only add new files"
+            return f"the PR {verb} {_shown(change.path)}; a submission may only add new files"
+        odd = _odd_path(change.path)
+        if odd:
+            return f"the PR adds {_shown(change.path)}: {odd}"
         if path.parent != prefix:
             return (f"the PR touches {change.path!r}, outside {sub.relpath}/; "
                     "submit only your one folder")
@@ -141,6 +219,9 @@ def _scope_of_folder(sub: Submission, rules: Competition) -> str | None:
         if not part.is_dir():
             return f"{where} does not exist"
     names = sorted(p.name for p in sub.folder.iterdir())
+    odd = next(filter(None, map(odd_name, names)), None)
+    if odd:
+        return f"in {sub.relpath}/: {odd}"
     extra = [n for n in names if n not in SUBMISSION_FILES]
     if extra:
         return f"unexpected file(s) {', '.join(map(repr, extra))}; allowed: {', '.join(SUBMISSION_FILES)}"
@@ -163,6 +244,9 @@ def check_scope(sub: Submission, ctx: GateContext) -> str | None:
     if len(parts) != 3 or parts[0] != SUBMISSIONS_DIR or ".." in parts:
         return f"the submission must be one folder submissions/<login>/<generation>, not {sub.relpath!r}"
     login, generation = parts[1], parts[2]
+    odd = odd_name(login) or odd_name(generation)
+    if odd:
+        return f"the folder submissions/<login>/<generation>: {odd}"
     if not is_name(login):
         return f"{login!r} is not a valid GitHub login"
     if login.lower() != ctx.author.lower():
@@ -355,13 +439,22 @@ def attempt_of(sub: Submission, report: GateReport, ctx: GateContext,
                    gates_passed=report.passed, failed_gate=None if failed is None else failed.number)
 
 
-RECHECKED_GATES = (2, 3, 4)
+def recheck(repo: Path, relpath: str, pr: int | None, rules: Competition,
+            head_sha: str | None = None, author: str | None = None,
+            changes: list[Change] | None = None) -> str | None:
+    """Every gate again (none needs a secret), in the evaluator's checkout of the base branch:
+    "gate N (name): reason" for the first failure, or None.
 
-
-def recheck(repo: Path, relpath: str, pr: int | None, rules: Competition) -> str | None:
-    """Gates 2–4 again, in the evaluator's own checkout (defence in depth); the failure or None."""
-    sub = Submission(Path(repo), relpath, rules)
-    ctx = context_for(repo, sub.login, rules, pr=pr)
-    report = run_gates(sub, ctx, tuple(g for g in GATES if g.number in RECHECKED_GATES))
-    failed = report.failed
+    A head whose attempt is recorded is judged as when it was recorded: the rate limit at the
+    attempt's time, duplicates against the attempts before it (the earlier one wins).
+    """
+    store, sub = Store(Path(repo)), Submission(Path(repo), relpath, rules)
+    attempts, now = store.attempts(), utc_now()
+    mine = next((i for i, a in enumerate(attempts) if head_sha is not None
+                 and (a.pr, a.head_sha) == (pr, head_sha)), None)
+    if mine is not None:
+        attempts, now = attempts[:mine + 1], attempts[mine].time
+    ctx = GateContext(author=author or sub.login, now=now, rules=rules, changes=changes, pr=pr,
+                      head_sha=head_sha, attempts=attempts, refunded=store.refunded_heads())
+    failed = run_gates(sub, ctx).failed
     return None if failed is None else f"gate {failed.number} ({failed.name}): {failed.reason}"

@@ -1,13 +1,20 @@
-"""A small GitHub REST client: just the calls the workflows make, with retries.
+"""A small GitHub REST client: just the calls the workflows make, with GitHub's documented waits.
 
 The base URL comes from `GITHUB_API_URL` and the token from `GITHUB_TOKEN`, so tests point
 it at a fake server on loopback. Every value read from GitHub is untrusted data: callers
 validate names and SHAs before using them.
+
+Waits follow GitHub's guidance for REST clients: a primary rate limit
+(`x-ratelimit-remaining: 0`) waits until `x-ratelimit-reset`; a secondary one waits
+`retry-after` seconds, else at least a minute, doubling while it lasts; server errors and
+dropped connections back off from two seconds. All the waits of one client share a budget,
+so a job ends with a clear error well inside its timeout instead of being killed.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 import os
 import re
@@ -16,28 +23,49 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
 from evaluator.errors import GitHubError
-from evaluator.rules import Competition, is_commit_sha
+from evaluator.gates import quote_path
+from evaluator.rules import Competition, is_commit_sha, is_name
 from evaluator.store import parse_submission_path
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
 PER_PAGE = 100
 MAX_PAGES = 30  # GitHub lists at most 3000 changed files per PR
-RETRIES = 4
+RETRIES = 4  # server errors and dropped connections, per request
 BACKOFF_S = 2.0
-MAX_WAIT_S = 120.0
+MAX_BACKOFF_S = 30.0
+SECONDARY_WAIT_S = 60.0  # GitHub: at least a minute after a secondary limit without retry-after
+WAIT_BUDGET_S = 600.0  # all waits of one command; every job's timeout leaves room for it
+MERGE_BUDGET_S = 300.0  # how long a merge is retried while GitHub says the base moved
+PUSH_ATTEMPTS = 8
 REPO_RE = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}", re.ASCII)
+LOGIN_RE = re.compile(r"[A-Za-z0-9_-]{1,64}(?:\[bot\])?", re.ASCII)  # a user, or an app's bot
 
 # `git diff --name-status` letters for GitHub's file statuses; "changed" is a mode change.
 STATUS_LETTERS = {"added": "A", "removed": "D", "modified": "M", "renamed": "R",
                   "copied": "C", "changed": "T", "unchanged": "M"}
+
+
+class GitHubHTTPError(GitHubError):
+    """GitHub answered a request with a final error status."""
+
+    def __init__(self, text: str, status: int, message: str) -> None:
+        super().__init__(text)
+        self.status, self.message = status, message
+
+
+class MergeRefused(GitHubError):
+    """The pull request cannot be merged at the evaluated head, for good."""
 
 
 @dataclass(frozen=True)
@@ -58,77 +86,130 @@ class ChangedFile:
     previous_path: str | None = None
 
     def name_status(self) -> str:
-        """One line of `git diff --name-status`."""
+        """One line of `git diff --name-status`, unusual paths quoted as git quotes them."""
         letter = STATUS_LETTERS.get(self.status, "X")
         if letter in ("R", "C") and self.previous_path:
-            return f"{letter}100\t{self.previous_path}\t{self.path}"
-        return f"{letter}\t{self.path}"
+            return f"{letter}100\t{quote_path(self.previous_path)}\t{quote_path(self.path)}"
+        return f"{letter}\t{quote_path(self.path)}"
 
 
-def _retry_after(response: httpx.Response, attempt: int) -> float | None:
-    """Seconds to wait before retrying, or None when the failure is final."""
-    status = response.status_code
-    limited = status == 429 or (status == 403 and (
-        response.headers.get("x-ratelimit-remaining") == "0"
-        or "rate limit" in response.text.lower()))
-    if not limited and status < 500:
+def _number(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
         return None
-    if "retry-after" in response.headers:
-        try:
-            return min(float(response.headers["retry-after"]), MAX_WAIT_S)
-        except ValueError:
-            pass
-    if response.headers.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in response.headers:
-        try:
-            return min(max(float(response.headers["x-ratelimit-reset"]) - time.time(), 1.0),
-                       MAX_WAIT_S)
-        except ValueError:
-            pass
-    return min(BACKOFF_S * 2 ** attempt, MAX_WAIT_S)
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return response.text[:200]
+    return str(data.get("message", ""))[:200] if isinstance(data, dict) else ""
+
+
+def wait_for(response: httpx.Response, now: float, failures: int, limited: int,
+             retries: int = RETRIES) -> tuple[str, float] | None:
+    """(why, seconds) to wait before retrying `response`, or None when its failure is final.
+
+    `failures`: server errors so far; `limited`: secondary rate limits so far (each doubles
+    the next wait). `now` is the epoch time `x-ratelimit-reset` is measured against.
+    """
+    status, headers = response.status_code, response.headers
+    if status in (403, 429):
+        retry_after = _number(headers.get("retry-after"))
+        if retry_after is not None:
+            return "rate limited (retry-after)", max(retry_after, 0.0)
+        reset = _number(headers.get("x-ratelimit-reset"))
+        if headers.get("x-ratelimit-remaining") == "0" and reset is not None:
+            return "primary rate limit", max(reset - now, 0.0) + 1.0
+        if status == 429 or "rate limit" in _message(response).lower():
+            return "secondary rate limit", SECONDARY_WAIT_S * 2 ** limited
+        return None
+    if status >= 500 and failures < retries:
+        return "server error", min(BACKOFF_S * 2 ** failures, MAX_BACKOFF_S)
+    return None
 
 
 class GitHub:
-    """The REST calls on one repository. `transport` and `sleep` are the test seams."""
+    """The REST calls on one repository. `transport`, `sleep` and `clock` are the test seams."""
 
     def __init__(self, repo: str, token: str | None = None, base_url: str = DEFAULT_API_URL,
                  transport: httpx.BaseTransport | None = None, retries: int = RETRIES,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] | None = None,
+                 clock: Callable[[], float] | None = None, wait_budget_s: float = WAIT_BUDGET_S,
+                 graphql_url: str | None = None) -> None:
         if not isinstance(repo, str) or not REPO_RE.fullmatch(repo):
             raise GitHubError(f"{repo!r} is not an owner/name repository; set GITHUB_REPOSITORY")
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION,
                    "User-Agent": "tinyrouter"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        self.repo, self.retries, self.sleep = repo, retries, sleep
+        self.repo, self.retries = repo, retries
+        self.sleep, self.clock = sleep or time.sleep, clock or time.time
+        self.wait_budget_s, self.waited = wait_budget_s, 0.0
+        self.graphql_url = graphql_url or f"{base_url.rstrip('/')}/graphql"
         self.http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
                                  transport=transport, timeout=30.0)
+        self._identity: str | None = None
 
     @classmethod
     def from_env(cls, repo: str | None = None, **kwargs) -> GitHub:
         return cls(repo or os.environ.get("GITHUB_REPOSITORY", ""),
                    token=os.environ.get("GITHUB_TOKEN") or None,
-                   base_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL, **kwargs)
+                   base_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
+                   graphql_url=os.environ.get("GITHUB_GRAPHQL_URL") or None, **kwargs)
 
     def request(self, method: str, path: str, **kwargs) -> httpx.Response:
-        """One call with retries on 5xx, 429 and secondary rate limits; raises on failure."""
-        url = f"/repos/{self.repo}{path}"
-        for attempt in range(self.retries + 1):
+        """One call on this repository (`path` after /repos/owner/name); raises on failure."""
+        return self._send(method, f"/repos/{self.repo}{path}", **kwargs)
+
+    def _send(self, method: str, url: str, **kwargs) -> httpx.Response:
+        failures = limited = 0
+        while True:
             try:
                 response = self.http.request(method, url, **kwargs)
             except httpx.TransportError as exc:
-                if attempt == self.retries:
+                if failures >= self.retries:
                     raise GitHubError(f"{method} {url} failed: {exc}") from exc
-                wait = min(BACKOFF_S * 2 ** attempt, MAX_WAIT_S)
+                why, wait = "connection failed", min(BACKOFF_S * 2 ** failures, MAX_BACKOFF_S)
+                failures += 1
             else:
                 if response.is_success:
                     return response
-                wait = _retry_after(response, attempt)
-                if wait is None or attempt == self.retries:
-                    raise GitHubError(f"{method} {url} answered {response.status_code}: "
-                                      f"{_message(response)}")
-            log.warning("GitHub %s %s: retrying in %.0f s", method, url, wait)
-            self.sleep(wait)
-        raise AssertionError("unreachable")
+                found = wait_for(response, self.clock(), failures, limited, self.retries)
+                if found is None:
+                    raise GitHubHTTPError(f"{method} {url} answered {response.status_code}: "
+                                          f"{_message(response)}", response.status_code,
+                                          _message(response))
+                why, wait = found
+                failures += why == "server error"
+                limited += why == "secondary rate limit"
+            self._wait(f"{method} {url}", why, wait)
+
+    def _wait(self, what: str, why: str, wait: float) -> None:
+        if self.waited + wait > self.wait_budget_s:
+            until = datetime.fromtimestamp(self.clock() + wait, UTC).strftime("%H:%M:%S UTC")
+            raise GitHubError(f"{what}: {why}, GitHub asks to wait until {until} ({wait:.0f} s), "
+                              f"past this command's wait budget of {self.wait_budget_s:.0f} s "
+                              f"({self.waited:.0f} s spent); re-run the job after that")
+        log.warning("GitHub %s: %s; retrying in %.0f s", what, why, wait)
+        self.waited += wait
+        self.sleep(wait)
+
+    def identity(self) -> str:
+        """The login the token acts as (`github-actions[bot]` for a workflow's token), asked
+        of the API once: only comments this identity wrote are the bot's own."""
+        if self._identity is None:
+            data = self._send("POST", self.graphql_url,
+                              json={"query": "query { viewer { login } }"}).json()
+            login = ((data.get("data") or {}).get("viewer") or {}).get("login") \
+                if isinstance(data, dict) else None
+            if not isinstance(login, str) or not LOGIN_RE.fullmatch(login):
+                raise GitHubError(f"GitHub did not say which login the token is ({data!r:.200}); "
+                                  "check GITHUB_TOKEN")
+            self._identity = login
+        return self._identity
 
     # ---------------------------------------------------------------- pull requests
 
@@ -140,20 +221,55 @@ class GitHub:
                            labels=tuple(str(label["name"]) for label in data.get("labels", [])))
 
     def changed_files(self, number: int) -> list[ChangedFile]:
+        """The PR's files at its current head."""
         files: list[ChangedFile] = []
         for page in range(1, MAX_PAGES + 1):
             batch = self.request("GET", f"/pulls/{int(number)}/files",
                                  params={"per_page": PER_PAGE, "page": page}).json()
-            files += [ChangedFile(str(f["status"]), str(f["filename"]),
-                                  f.get("previous_filename")) for f in batch]
+            files += [_changed(f) for f in batch]
             if len(batch) < PER_PAGE:
                 break
         return files
 
-    def merge(self, number: int, sha: str, method: str = "merge") -> None:
-        """Merge only if the head is still `sha`; GitHub answers 409 when it moved."""
-        self.request("PUT", f"/pulls/{int(number)}/merge",
-                     json={"sha": sha, "merge_method": method})
+    def compare_files(self, base: str, head_sha: str) -> list[ChangedFile]:
+        """The files `head_sha` changes since it left `base` (what a PR at that head shows);
+        GitHub lists at most 300, which is plenty to refuse a PR that is not one folder."""
+        if not is_name(base) or not is_commit_sha(head_sha):
+            raise GitHubError(f"cannot compare {base!r} with {head_sha!r}")
+        data = self.request("GET", f"/compare/{base}...{head_sha}").json()
+        return [_changed(f) for f in data.get("files") or []]
+
+    def merge(self, number: int, sha: str, method: str = "merge",
+              budget_s: float = MERGE_BUDGET_S) -> None:
+        """Merge only if the head is still `sha`. While GitHub answers 405/409 because the base
+        branch moved (it often does right after a push to main), retry with backoff for
+        `budget_s`; raise MergeRefused when the merge cannot happen (head moved, PR closed)."""
+        started, attempt = self.clock(), 0
+        while True:
+            try:
+                self.request("PUT", f"/pulls/{int(number)}/merge",
+                             json={"sha": sha, "merge_method": method})
+                return
+            except GitHubHTTPError as exc:
+                if exc.status not in (405, 409):
+                    raise
+                if exc.status == 409 and "head" in exc.message.lower():
+                    raise MergeRefused(f"its head is no longer {sha[:12]}") from exc
+                refusal = exc
+            pull = self.pull(number)
+            if pull.merged and pull.head_sha == sha:
+                return  # the merge went through, its answer was lost
+            if pull.state != "open":
+                raise MergeRefused("the pull request was closed") from refusal
+            if pull.head_sha != sha:
+                raise MergeRefused(f"its head moved to {pull.head_sha[:12]}") from refusal
+            wait = min(BACKOFF_S * 2 ** attempt, MAX_BACKOFF_S)
+            if self.clock() - started + wait > budget_s:
+                raise MergeRefused(f"GitHub answered {refusal.status} ({refusal.message}) for "
+                                   f"{budget_s:.0f} s") from refusal
+            log.warning("merging PR #%d: %s; retrying in %.0f s", number, refusal.message, wait)
+            self.sleep(wait)
+            attempt += 1
 
     def close(self, number: int) -> None:
         self.request("PATCH", f"/pulls/{int(number)}", json={"state": "closed"})
@@ -161,11 +277,16 @@ class GitHub:
     # ---------------------------------------------------------------- comments and labels
 
     def upsert_comment(self, number: int, marker: str, body: str) -> bool:
-        """Create or update the one comment that carries `marker`; True when created."""
+        """Create or update the one comment of this token's identity that carries `marker`;
+        True when created. A comment anyone else wrote is never edited, marker or not."""
         if marker not in body:
             body = f"{marker}\n{body}"
+        me = self.identity().lower()
+        # an app may be named without its bot suffix; no person's login can hold brackets
+        mine = {me} if me.endswith("[bot]") else {me, f"{me}[bot]"}
         for comment in self._comments(number):
-            if marker in (comment.get("body") or ""):
+            author = str((comment.get("user") or {}).get("login", "")).lower()
+            if author in mine and marker in (comment.get("body") or ""):
                 self.request("PATCH", f"/issues/comments/{int(comment['id'])}",
                              json={"body": body})
                 return False
@@ -190,30 +311,105 @@ class GitHub:
         """Remove a label; one that is not there is fine."""
         try:
             self.request("DELETE", f"/issues/{int(number)}/labels/{label}")
-        except GitHubError as exc:
-            if " 404:" not in str(exc):
+        except GitHubHTTPError as exc:
+            if exc.status != 404:
                 raise
 
-    # ---------------------------------------------------------------- workflows
+    # ---------------------------------------------------------------- git data, workflows
+
+    def root_tree(self, commit_sha: str) -> str:
+        return str(self.request("GET", f"/git/commits/{commit_sha}").json()["tree"]["sha"])
+
+    def tree(self, sha: str) -> list[dict]:
+        """The entries of one tree: name (`path`), mode, type, SHA, and a blob's size, without
+        its content."""
+        return list(self.request("GET", f"/git/trees/{sha}").json().get("tree") or [])
+
+    def blob(self, sha: str) -> bytes:
+        data = self.request("GET", f"/git/blobs/{sha}").json()
+        content = base64.b64decode(str(data.get("content", "")))
+        if len(sha) == 40 and hashlib.sha1(b"blob %d\0" % len(content) + content,
+                                           usedforsecurity=False).hexdigest() != sha:
+            raise GitHubError(f"blob {sha} came back with other content; re-run the job")
+        return content
 
     def dispatch(self, workflow: str, ref: str, inputs: dict[str, str] | None = None) -> None:
         self.request("POST", f"/actions/workflows/{workflow}/dispatches",
                      json={"ref": ref, "inputs": inputs or {}})
 
 
-def _message(response: httpx.Response) -> str:
-    try:
-        return str(response.json().get("message", ""))[:200]
-    except ValueError:
-        return response.text[:200]
+def _changed(entry: dict) -> ChangedFile:
+    return ChangedFile(str(entry["status"]), str(entry["filename"]),
+                       entry.get("previous_filename"))
 
 
-# ---------------------------------------------------------------- git: PR files as data, pushes
+# ---------------------------------------------------------------- a PR's folder, as data
 
-MAX_ENTRIES = 64  # a submission holds three files; anything far beyond is refused outright
+MAX_ENTRIES = 64  # a submission holds three files; anything far beyond is not copied
 REGULAR_MODES = ("100644", "100755")
 LINK_MODE = "120000"
+
+
+def fetch_submission(github: GitHub, repo: Path, head_sha: str, folder: str,
+                     rules: Competition) -> list[str]:
+    """Copy the PR head's `folder` into `repo` as data, through the git data API; returns the
+    paths written.
+
+    Only that folder's tree and blobs are read, so nothing else in the PR costs anything, and
+    nothing is checked out, installed or run. Regular files are copied with mode 0644; a
+    link becomes a link to /dev/null (so gate 0 names it, and it never points into the
+    runner); a folder or submodule becomes an empty folder (gate 0 refuses it); a blob over
+    the size cap becomes a sparse file of its size (gate 0 reports the size, nothing is
+    downloaded). Names are kept exactly, odd ones included, for gate 0 to judge.
+    """
+    if not is_commit_sha(head_sha):
+        raise GitHubError(f"{head_sha!r} is not a full commit SHA")
+    if parse_submission_path(folder) is None:
+        raise GitHubError(f"{folder!r} is not a submissions/<login>/<generation> folder")
+    target = repo / folder
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.is_dir():
+        shutil.rmtree(target)
+    tree = github.root_tree(head_sha)
+    for name in folder.split("/"):
+        entry = next((e for e in github.tree(tree) if e.get("path") == name), None)
+        if entry is None or entry.get("type") != "tree":
+            log.warning("%s is not a folder at %s; nothing to copy", folder, head_sha[:12])
+            return []
+        tree = str(entry["sha"])
+    entries = github.tree(tree)
+    if len(entries) > MAX_ENTRIES:
+        log.warning("%s holds %d entries; copying the first %d", folder, len(entries), MAX_ENTRIES)
+    target.mkdir(parents=True)
+    cap = max(rules.max_weights_bytes, rules.max_receipt_bytes, rules.max_readme_bytes)
+    return [_copy(github, target, entry, cap, folder) for entry in entries[:MAX_ENTRIES]]
+
+
+def _copy(github: GitHub, target: Path, entry: dict, cap: int, folder: str) -> str:
+    name, mode, kind = str(entry.get("path")), str(entry.get("mode")), entry.get("type")
+    if "/" in name or "\0" in name or name in ("", ".", "..", ".git"):
+        raise GitHubError(f"GitHub listed an impossible entry {name!r} in {folder}")
+    dest = target / name
+    if mode == LINK_MODE:
+        dest.symlink_to(os.devnull)
+    elif kind == "blob" and mode in REGULAR_MODES:
+        size = int(entry.get("size") or 0)
+        with open(dest, "wb") as handle:
+            if size > cap:
+                handle.truncate(size)  # sparse: the size is what gate 0 needs, not the bytes
+            else:
+                handle.write(github.blob(str(entry["sha"])))
+        dest.chmod(0o644)
+    else:
+        dest.mkdir()
+    return f"{folder}/{name}"
+
+
+# ---------------------------------------------------------------- git: leaderboard pushes
+
 BOT = ("github-actions[bot]", "41898282+github-actions[bot]@users.noreply.github.com")
+REJECTED_PUSH = ("[rejected]", "fetch first", "non-fast-forward", "stale info", "cannot lock ref")
 
 
 def git_env() -> dict[str, str]:
@@ -228,106 +424,75 @@ def git_env() -> dict[str, str]:
     return env
 
 
-def git(repo: str | os.PathLike, *args: str, check: bool = True,
-        binary: bool = False) -> subprocess.CompletedProcess:
-    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
-                            text=not binary, env=git_env(), timeout=600)
+def git(repo: str | os.PathLike, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                            env=git_env(), timeout=600)
     if check and result.returncode != 0:
-        stderr = result.stderr if not binary else result.stderr.decode(errors="replace")
-        raise GitHubError(f"git {args[0]} failed: {stderr.strip()[-500:]}")
+        raise GitHubError(f"git {args[0]} failed: {result.stderr.strip()[-500:]}")
     return result
 
 
-def fetch_submission(repo: Path, remote: str, head_sha: str, folder: str,
-                     rules: Competition) -> list[str]:
-    """Copy the PR head's `folder` into `repo` as data; returns the paths written.
-
-    Only git objects are read (`ls-tree`, `cat-file`): nothing from the PR is checked out,
-    installed or run. Regular files are copied with mode 0644; a link becomes a link to
-    /dev/null (so gate 0 names it, and it never points into the runner); an oversized blob
-    becomes a sparse file of its size (so gate 0 reports the size without reading it).
-    """
-    if not is_commit_sha(head_sha):
-        raise GitHubError(f"{head_sha!r} is not a full commit SHA")
-    if parse_submission_path(folder) is None:
-        raise GitHubError(f"{folder!r} is not a submissions/<login>/<generation> folder")
-    git(repo, "fetch", "--no-tags", "--no-recurse-submodules", "--depth=1", remote, head_sha)
-    git(repo, "cat-file", "-e", f"{head_sha}^{{commit}}")
-    entries = _tree_entries(repo, head_sha, folder)
-    target = repo / folder
-    if target.is_dir() and not target.is_symlink():
-        shutil.rmtree(target)
-    elif target.is_symlink() or target.exists():
-        target.unlink()
-    cap = max(rules.max_weights_bytes, rules.max_receipt_bytes, rules.max_readme_bytes)
-    written = []
-    for mode, kind, blob, path in entries:
-        dest = repo / path
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if mode == LINK_MODE:
-            dest.symlink_to(os.devnull)
-        elif kind == "blob" and mode in REGULAR_MODES:
-            _write_blob(repo, blob, dest, cap)
-        else:
-            log.warning("%s is not a file (mode %s) and was not copied", path, mode)
-            continue
-        written.append(path)
-    return written
+def head_commit(repo: Path) -> str | None:
+    """The commit the checkout is at, or None outside a git checkout."""
+    result = git(repo, "rev-parse", "HEAD", check=False)
+    sha = result.stdout.strip()
+    return sha if result.returncode == 0 and is_commit_sha(sha) else None
 
 
-def _tree_entries(repo: Path, sha: str, folder: str) -> list[tuple[str, str, str, str]]:
-    listing = git(repo, "ls-tree", "-r", "-z", "--full-tree", sha, "--", folder).stdout
-    entries = []
-    for record in filter(None, listing.split("\0")):
-        meta, path = record.split("\t", 1)
-        mode, kind, blob = meta.split()
-        parts = path.split("/")
-        if path != folder and not path.startswith(folder + "/"):
-            continue
-        if any(p in ("", ".", "..", ".git") for p in parts):
-            raise GitHubError(f"the PR holds an unsafe path {path!r}")
-        entries.append((mode, kind, blob, path))
-    if len(entries) > MAX_ENTRIES:
-        raise GitHubError(f"{folder} holds {len(entries)} entries; a submission holds three files")
-    return entries
+def read_at(repo: Path, commit: str, path: str) -> str | None:
+    """A file's text at `commit` of the checkout, or None where it did not exist."""
+    if git(repo, "cat-file", "-e", f"{commit}^{{commit}}", check=False).returncode != 0:
+        raise GitHubError(f"commit {commit} is not in the checkout at {repo}; check it out with "
+                          "its history (fetch-depth: 0)")
+    shown = git(repo, "show", f"{commit}:{path}", check=False)
+    return shown.stdout if shown.returncode == 0 else None
 
 
-def _write_blob(repo: Path, blob: str, dest: Path, cap: int) -> None:
-    size = int(git(repo, "cat-file", "-s", blob).stdout.strip())
-    with open(dest, "wb") as handle:
-        if size > cap:
-            handle.truncate(size)  # sparse: the size is what gate 0 needs, not the bytes
-        else:
-            handle.write(git(repo, "cat-file", "blob", blob, binary=True).stdout)
-    dest.chmod(0o644)
+def sync(repo: Path, remote: str = "origin", branch: str = "main") -> str:
+    """Put the checkout on the remote branch's newest commit (tracked files reset; untracked
+    data, such as a submission folder copied in, kept); returns that commit."""
+    git(repo, "fetch", "--quiet", "--no-tags", remote, branch)
+    git(repo, "reset", "--quiet", "--hard", "FETCH_HEAD")
+    return git(repo, "rev-parse", "HEAD").stdout.strip()
 
 
-def push_paths(repo: Path, paths: list[str], message: str, remote: str = "origin",
-               branch: str = "main", retries: int = 5,
-               sleep: Callable[[float], None] = time.sleep) -> bool:
-    """Commit `paths` and push: fetch → rebase → push, bounded, never forced.
-
-    Returns False when nothing changed. A rebase conflict aborts and raises: the caller's
-    run is then re-done from a fresh checkout rather than guessing a merge of state files.
-    """
-    git(repo, "add", "--", *paths)
+def _commit(repo: Path, paths: list[str], message: str) -> bool:
+    git(repo, "add", "--all", "--", *paths)
     if git(repo, "diff", "--cached", "--quiet", check=False).returncode == 0:
         return False
     name, email = BOT
     git(repo, "-c", f"user.name={name}", "-c", f"user.email={email}",
         "commit", "--quiet", "--no-verify", "-m", message)
-    for attempt in range(retries + 1):
-        git(repo, "fetch", "--no-tags", remote, branch)
-        rebase = git(repo, "-c", f"user.name={name}", "-c", f"user.email={email}",
-                     "rebase", "FETCH_HEAD", check=False)
-        if rebase.returncode != 0:
-            git(repo, "rebase", "--abort", check=False)
-            raise GitHubError(f"cannot rebase the leaderboard commit onto {remote}/{branch}: "
-                              f"{rebase.stderr.strip()[-300:]}; re-run the workflow")
-        if git(repo, "push", remote, f"HEAD:refs/heads/{branch}", check=False).returncode == 0:
-            return True
-        if attempt < retries:
-            log.warning("push to %s/%s was rejected; retrying (%d/%d)", remote, branch,
-                        attempt + 1, retries)
-            sleep(min(BACKOFF_S * 2 ** attempt, MAX_WAIT_S))
-    raise GitHubError(f"could not push to {remote}/{branch} after {retries + 1} tries")
+    return True
+
+
+def _push(repo: Path, remote: str, branch: str) -> bool:
+    """Push without force; False when another job pushed first."""
+    pushed = git(repo, "push", "--porcelain", remote, f"HEAD:refs/heads/{branch}", check=False)
+    if pushed.returncode == 0:
+        return True
+    if any(sign in pushed.stdout + pushed.stderr for sign in REJECTED_PUSH):
+        return False
+    raise GitHubError(f"git push failed: {pushed.stderr.strip()[-500:]}")
+
+
+def publish(repo: Path, paths: list[str], message: str, apply: Callable[[], T],
+            remote: str = "origin", branch: str = "main", attempts: int = PUSH_ATTEMPTS,
+            sleep: Callable[[float], None] | None = None) -> tuple[T, bool]:
+    """Optimistic concurrency for state files: on the remote branch's newest commit run
+    `apply` (which writes under `paths` and returns what it decided), commit, push; when
+    another job pushed first, start again from its commit. Never a rebase of state files,
+    never a force. Returns (what the last `apply` returned, whether a commit was pushed)."""
+    for attempt in range(attempts):
+        sync(repo, remote, branch)
+        value = apply()
+        if not _commit(repo, paths, message):
+            return value, False
+        if _push(repo, remote, branch):
+            return value, True
+        wait = min(BACKOFF_S * 2 ** attempt, MAX_BACKOFF_S)
+        log.warning("another job pushed to %s/%s first; applying again on its commit in %.0f s "
+                    "(%d/%d)", remote, branch, wait, attempt + 1, attempts)
+        (sleep or time.sleep)(wait)
+    raise GitHubError(f"could not push to {remote}/{branch} in {attempts} tries: other jobs kept "
+                      "pushing first; re-run the job")

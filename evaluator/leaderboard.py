@@ -1,7 +1,9 @@
 """King of the hill on the leaderboard: record a result, seed the first king, check it all.
 
 Writes go through `store.Store`; each is atomic and idempotent: a result is keyed by miner,
-generation, PR and head SHA, and applying the same one twice changes nothing.
+generation, PR and head SHA, and applying the same one twice changes nothing. A crown or a
+loss scored against a king that has since been replaced is recorded as stale (and evaluated
+again by the workflow), never applied against the wrong king.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from evaluator.errors import LeaderboardError
 from evaluator.files import parse_time
-from evaluator.records import KING, LOST, Crowning, King, Result
+from evaluator.records import KING, LOST, STALE, UNSCORED, VOID, Crowning, King, Result
 from evaluator.rules import WEIGHTS_FILE, Competition
 from evaluator.scoring import TOLERANCE, crowns
 from evaluator.store import (
@@ -23,12 +25,15 @@ from evaluator.store import (
     KING_FILE,
     LEADERBOARD_DIR,
     MANIFEST_FILE,
+    QUEUE_FILE,
     Store,
     read_json,
     validate,
 )
 
 log = logging.getLogger(__name__)
+# `against`: the King a result was scored against, None for no king, or UNKNOWN
+UNKNOWN = object()
 
 
 def check_result(data: dict[str, Any], rules: Competition, where: str = "result") -> Result:
@@ -64,41 +69,88 @@ def check_result(data: dict[str, Any], rules: Competition, where: str = "result"
 
 @dataclass
 class Applied:
-    """What `apply_result` changed (paths relative to the repo); empty when nothing did."""
+    """What `apply_result` changed (paths relative to the repo); empty when nothing did.
+    `record` is the public record the board holds for this evaluation now."""
 
     changed: list[str] = field(default_factory=list)
     crowned: bool = False
+    record: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def outcome(self) -> str:
+        return str(self.record.get("outcome"))
 
 
-def apply_result(repo: Path, data: dict[str, Any], rules: Competition) -> Applied:
+def unscored(data: dict[str, Any], outcome: str, reason: str, rules: Competition) -> dict[str, Any]:
+    """The public record of an evaluation turned void or stale: who and what, a reason, no score."""
+    if outcome not in UNSCORED:
+        raise ValueError(f"{outcome!r} is not an unscored outcome")
+    record = Result.from_dict({**data, "outcome": outcome, "reason": reason})
+    return record.public(rules.disclosure_precision)
+
+
+def recorded(store: Store, result: Result) -> dict[str, Any] | None:
+    """The record the board already holds for this evaluation, if any: its decisive result
+    (which a later evaluation of the same head never replaces), or this evaluation's void or
+    stale record."""
+    decisive = store.result_path(result.miner, result.generation)
+    if decisive.is_file():
+        existing = store.result(decisive)
+        if existing.key == result.key:
+            return read_json(decisive)
+        if result.outcome not in (VOID, STALE):
+            raise LeaderboardError(
+                f"{store.relative(decisive)} already records PR {existing.pr} at "
+                f"{existing.head_sha}; a result for another PR or commit cannot replace it")
+    for outcome in (VOID, STALE):
+        path = store.result_path(result.miner, result.generation, outcome, result.evaluated_at)
+        if path.is_file() and store.result(path).key == result.key:
+            return read_json(path)
+    return None
+
+
+def decide(store: Store, data: dict[str, Any], rules: Competition,
+           against: object = UNKNOWN) -> tuple[dict[str, Any], bool]:
+    """(the record applying `data` would leave on the board, whether it is there already).
+
+    `against` is the king the evaluation was scored against (None: no king), read from the
+    commit it ran on; a crown or a loss against another king than the reigning one is stale.
+    """
+    result = check_result(data, rules)
+    existing = recorded(store, result)
+    if existing is not None:
+        return existing, True
+    reason = stale_reason(store.king(), result, against)
+    if reason is not None:
+        return unscored(data, STALE, reason, rules), False
+    return data, False
+
+
+def apply_result(repo: Path, data: dict[str, Any], rules: Competition,
+                 against: object = UNKNOWN) -> Applied:
     """Record one evaluation: its result file, and for a new king king.json and history.json.
 
     Steps run king → history → result file, each idempotent, so a re-run after a crash
     finishes the job and a re-run after success changes nothing.
     """
-    result = check_result(data, rules)
-    store, applied = Store(Path(repo)), Applied()
-    path = store.result_path(result.miner, result.generation, result.outcome,
-                             result.evaluated_at)
-    if path.is_file():
-        existing = store.result(path)
-        if existing.key != result.key:
-            raise LeaderboardError(
-                f"{store.relative(path)} already records PR {existing.pr} at "
-                f"{existing.head_sha}; a result for another PR or commit cannot replace it")
-        log.info("result for %s generation %s is already recorded; nothing to do",
-                 result.miner, result.generation)
+    store = Store(Path(repo))
+    record, already = decide(store, data, rules, against)
+    applied = Applied(record=record)
+    if already:
+        log.info("the evaluation of %s generation %s at %s is already recorded (%s); nothing "
+                 "to do", record.get("miner"), record.get("generation"),
+                 str(record.get("head_sha"))[:12], record.get("outcome"))
         return applied
+    result = Result.from_dict(record)
     if result.outcome == KING:
-        _crown(store, data, result, applied)
-    applied.changed.append(store.relative(store.write_result(data)))
+        _crown(store, record, result, applied)
+    applied.changed.append(store.relative(store.write_result(record)))
     return applied
 
 
 def _crown(store: Store, data: dict[str, Any], result: Result, applied: Applied) -> None:
     current = store.king()
     if current is None or current.key != result.key:
-        _check_reigning(current, result)
         store.write_king(King.crowned(data, current))
         applied.changed.append(f"{LEADERBOARD_DIR}/{KING_FILE}")
     history = store.history()
@@ -121,17 +173,39 @@ def check_private(public: dict[str, Any], private: dict[str, Any], rules: Compet
                                "result's partition_commitment; refusing the result")
 
 
-def _check_reigning(current: King | None, result: Result) -> None:
-    """A result must have been scored against the king that reigns now."""
+def _who(king: King | None) -> str:
+    return "no king" if king is None else f"{king.miner} generation {king.generation}"
+
+
+def stale_reason(current: King | None, result: Result,
+                 against: object = UNKNOWN) -> str | None:
+    """Why a crown or a loss no longer holds because the king changed, or None.
+
+    With `against` known, the king it was scored against must be the one reigning. Without
+    it (a maintainer's `leaderboard apply`), only a crown is checked, from what its record
+    says: a king compared with, and its evaluation starting after the reigning king's.
+    """
+    if result.outcome not in (KING, LOST) or (current is not None and current.key == result.key):
+        return None
+    if against is not UNKNOWN:
+        before = against.key if isinstance(against, King) else None
+        if before == (None if current is None else current.key):
+            return None
+        if current is None:
+            raise LeaderboardError(f"the result was scored against {_who(against)} but the "
+                                   "leaderboard has no king; restore leaderboard/ from git")
+        return (f"it was scored against {_who(against)}, but {_who(current)} was crowned "
+                "while it ran.")
+    if result.outcome != KING:
+        return None
     if current is None and result.king_composite is not None:
         raise LeaderboardError("the result was compared with a king but the leaderboard has "
                                "none; re-run the evaluation")
     if current is not None and result.king_composite is None:
-        raise LeaderboardError(f"the result was scored without a king but {current.miner} "
-                               f"reigns now; re-run the evaluation against the current king")
+        return f"it was scored without a king, but {_who(current)} reigns now."
     if current is not None and parse_time(result.evaluated_at) < parse_time(current.crowned_at):
-        raise LeaderboardError(f"the result was scored before {current.miner} was crowned; "
-                               "re-run the evaluation against the current king")
+        return f"it was scored before {_who(current)} was crowned."
+    return None
 
 
 def seed_king(repo: Path, submission_dir: Path, data: dict[str, Any],
@@ -169,7 +243,8 @@ def validate_state(repo: Path, rules: Competition) -> int:
             validate(kind, data, f"{LEADERBOARD_DIR}/{name}")
             checked += 1
     store.attempts()
-    checked += store.file(ATTEMPTS_FILE).exists()
+    store.queue_events()
+    checked += store.file(ATTEMPTS_FILE).exists() + store.file(QUEUE_FILE).exists()
     for path in store.result_files():
         where = store.relative(path)
         result = check_result(read_json(path), rules, where)

@@ -15,11 +15,12 @@ from __future__ import annotations
 import hashlib
 import math
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from evaluator.files import parse_time
+from evaluator.files import parse_time, try_parse_time
 from evaluator.rules import FORMAT_VERSION
 from evaluator.scoring import BenchmarkScore
 
@@ -278,6 +279,21 @@ class Result:
                    partition=Partition.from_dict(data.get("partition")),
                    challenger_run=HeadRecord.from_dict(data.get("challenger")),
                    king_run=HeadRecord.from_dict(data.get("king")))
+
+
+def refunded_heads(results: Iterable[Result]) -> frozenset[str]:
+    """Head SHAs whose latest evaluation was void: their attempts do not count against the
+    rate limit (SPEC §8). A head evaluated again to a decisive result counts once more;
+    a stale evaluation is neither (it is run again). `results`: any order."""
+    latest: dict[str, tuple[float, str]] = {}
+    for result in results:
+        moment = try_parse_time(result.evaluated_at)
+        if result.head_sha is None or result.outcome == STALE or moment is None:
+            continue
+        seen = latest.get(result.head_sha)
+        if seen is None or moment.timestamp() >= seen[0]:
+            latest[result.head_sha] = (moment.timestamp(), result.outcome)
+    return frozenset(sha for sha, (_, outcome) in latest.items() if outcome == VOID)
 
 
 # ---------------------------------------------------------------- the king and its history

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from evaluator.advisories import routing_advisories, weight_advisories
 from evaluator.heads import Head
 from evaluator.loop import LiveOutcome, coordinator_transcript
 from evaluator.rules import Competition
@@ -138,6 +139,9 @@ def score_report(head: Head, held: dict[str, list[AnsweredItem]],
                                 _over(rules, benches)) if measured_live else None)}
     if theirs is not None:
         report["king"] = compare(mine, theirs, king, benches, rules)
+    found = weight_advisories(head.head, head.scales, rules) + routing_advisories(
+        {b: [d.model for d in mine[b].decisions] for b in benches})
+    report["advisories"] = [a.to_dict() for a in found]
     return report
 
 

@@ -7,6 +7,7 @@ Layout, relative to the repository root:
     leaderboard/king.json, history.json          the reigning head and every crowning
     leaderboard/fairness.json                    the fairness figures (`tinyrouter fairness`)
     leaderboard/attempts.jsonl                   every attempt that passed the rate-limit gate
+    leaderboard/queue.jsonl                      queue events (an approved evaluation starting)
     leaderboard/results/<miner>/<generation>.json  the decisive public result of a submission
     leaderboard/results/<miner>/<generation>.<void|stale>.<time>.json  an evaluation that was
                                                  void or stale (the submission is evaluated again)
@@ -14,7 +15,8 @@ Layout, relative to the repository root:
 `Store` reads strictly by default: a file that is not JSON or breaks its JSON Schema is a
 `LeaderboardError` naming it. `Store(..., lenient=True)` is the site's display mode: files
 must still be JSON objects, but their fields are read loosely, so a page can show what a
-file holds. Writes are atomic (state files) or one fsynced line (the attempts log).
+file holds. Writes are atomic (state files) or one fsynced line (the attempts log, the
+queue events).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import referencing
 
 from evaluator.errors import LeaderboardError
 from evaluator.files import append_line, dumps, parse_time, try_parse_time, write_atomic
-from evaluator.records import STALE, VOID, Attempt, Crowning, King, Result
+from evaluator.records import STALE, VOID, Attempt, Crowning, King, Result, refunded_heads
 from evaluator.rules import FORMAT_VERSION, is_generation, is_name
 
 log = logging.getLogger(__name__)
@@ -40,11 +42,12 @@ log = logging.getLogger(__name__)
 SUBMISSIONS_DIR = "submissions"
 LEADERBOARD_DIR = "leaderboard"
 MANIFEST_FILE, KING_FILE, HISTORY_FILE = "manifest.json", "king.json", "history.json"
-ATTEMPTS_FILE, RESULTS_DIR = "attempts.jsonl", "results"
+ATTEMPTS_FILE, QUEUE_FILE, RESULTS_DIR = "attempts.jsonl", "queue.jsonl", "results"
 MANIFEST_PATH = PurePosixPath(LEADERBOARD_DIR, MANIFEST_FILE)
 SCHEMA_FILES = {"result": "result.schema.json", "king": "king.schema.json",
                 "history": "history.schema.json", "attempt": "attempt.schema.json",
-                "manifest": "manifest.schema.json", "fairness": "fairness.schema.json"}
+                "manifest": "manifest.schema.json", "fairness": "fairness.schema.json",
+                "queue": "queue.schema.json"}
 FAIRNESS_FILE = "fairness.json"
 
 
@@ -194,6 +197,32 @@ class Store:
             self._checked("attempt", row, Path(f"{self.relative(path)} line {number}"))
         return [Attempt.from_dict(row) for row in rows]
 
+    def gates_pass(self, pr: int | None, head_sha: str | None) -> Attempt | None:
+        """The recorded attempt of this PR at this head if its gates passed: what an evaluation
+        of that head requires (a label on the PR is only a display)."""
+        if pr is None or head_sha is None:
+            return None
+        return next((a for a in self.attempts() if (a.pr, a.head_sha) == (pr, head_sha)
+                     and a.gates_passed), None)
+
+    def require_gates_pass(self, pr: int | None, head_sha: str | None) -> Attempt:
+        """`gates_pass`, or a LeaderboardError saying what to do."""
+        attempt = self.gates_pass(pr, head_sha)
+        if attempt is None:
+            raise LeaderboardError(f"{LEADERBOARD_DIR}/{ATTEMPTS_FILE} records no gates pass for "
+                                   f"PR {pr} at {head_sha}; the gates must pass on this head "
+                                   "before it is evaluated")
+        return attempt
+
+    def queue_events(self) -> list[dict[str, Any]]:
+        """The queue events, oldest first, as the parsed lines of queue.jsonl. A kind of event
+        this code does not know is kept as it is (the schema only names the common fields)."""
+        path = self.file(QUEUE_FILE)
+        rows = read_json_lines(path)
+        for number, row in enumerate(rows, start=1):
+            self._checked("queue", row, Path(f"{self.relative(path)} line {number}"))
+        return rows
+
     def result_files(self) -> list[Path]:
         return sorted((self.root / RESULTS_DIR).glob("*/*.json"))
 
@@ -211,10 +240,13 @@ class Store:
                                               r.generation), reverse=True)
 
     def refunded_heads(self) -> frozenset[str]:
-        """Head SHAs whose evaluation was void: their attempts do not count against the
-        rate limit (SPEC §8)."""
-        return frozenset(r.head_sha for r in self.results()
-                         if r.outcome == VOID and r.head_sha is not None)
+        """Heads whose latest evaluation was void (see records.refunded_heads)."""
+        return refunded_heads(self.results())
+
+    def decided(self, pr: int | None, head_sha: str | None) -> Result | None:
+        """The decisive result of this PR at this head (not void, not stale), if there is one."""
+        return next((r for r in self.results() if r.outcome not in (VOID, STALE)
+                     and pr is not None and (r.pr, r.head_sha) == (pr, head_sha)), None)
 
     def submission_folders(self) -> list[Path]:
         """Every `submissions/<login>/<generation>` folder (real folders, valid names only)."""
@@ -255,6 +287,14 @@ class Store:
         except OSError as exc:
             raise LeaderboardError(f"cannot record the attempt in {ATTEMPTS_FILE}: {exc}") from exc
         return True
+
+    def record_queue_event(self, event: dict[str, Any]) -> None:
+        """Append one queue event (see `queue_events`)."""
+        validate("queue", event, f"the {event.get('event')!r} queue event")
+        try:
+            append_line(self.file(QUEUE_FILE), json.dumps(event, sort_keys=True))
+        except OSError as exc:
+            raise LeaderboardError(f"cannot record the event in {QUEUE_FILE}: {exc}") from exc
 
     def write_result(self, public: dict[str, Any]) -> Path:
         """Write a public result record (already cut down by the disclosure rule)."""

@@ -47,6 +47,12 @@ def receipt_fields(**overrides) -> dict:
 
 
 @pytest.fixture
+def make_receipt_fields():
+    """make_receipt_fields(**overrides) -> the receipt fields `make_submission` writes."""
+    return receipt_fields
+
+
+@pytest.fixture
 def repo(tmp_path: Path) -> Path:
     (tmp_path / "submissions").mkdir()
     (tmp_path / "leaderboard").mkdir()

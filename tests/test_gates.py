@@ -76,6 +76,14 @@ SCOPE_CHANGES = [
     ("nested file", "A\tsubmissions/alice/1/extra/weights.safetensors\n", "outside"),
     ("disallowed name", "A\tsubmissions/alice/1/train.py\n", "'train.py' is not allowed"),
     ("file name with a tab", "A\tsubmissions/alice/1/a\tb\tc\tREADME.md\n", "unreadable change"),
+    # odd names, quoted as `git diff --name-status` quotes them
+    ("folder name with a trailing newline", 'A\t"submissions/alice/1\\n/weights.safetensors"\n',
+     "control character (U+000A)"),
+    ("file name with a tab, quoted", 'A\t"submissions/alice/1/README.md\\t"\n',
+     "control character (U+0009)"),
+    ("non-UTF-8 file name", 'A\t"submissions/alice/1/\\377.md"\n', "b'\\xff.md' is not valid UTF-8"),
+    ("look-alike letter", "A\tsubmissions/alice/1/RE\u0410DME.md\n", "U+0410, which is not ASCII"),
+    ("zero-width space", "A\tsubmissions/alice/1/README\u200b.md\n", "U+200B"),
 ]
 
 
@@ -96,6 +104,11 @@ SCOPE_PATHS = [
     ("generation zero", "submissions/alice/0", "alice", "positive whole number"),
     ("generation skips", "submissions/alice/3", "alice", "next generation is 1"),
     ("missing folder", "submissions/alice/1", "alice", "does not exist"),
+    # odd names: matched on ASCII patterns in full, and said why
+    ("generation with a trailing newline", "submissions/alice/1\n", "alice", "U+000A"),
+    ("look-alike digit", "submissions/alice/\u0661", "alice", "U+0661, which is not ASCII"),
+    ("look-alike login", "submissions/\u0430lice/1", "alice", "U+0430, which is not ASCII"),
+    ("non-UTF-8 login", "submissions/al\udcffce/1", "alice", "b'al\\xffce' is not valid UTF-8"),
 ]
 
 
@@ -128,6 +141,12 @@ FOLDER_DEFECTS = [
     ("subfolder", lambda f: (f / "extra").mkdir(), "unexpected"),
     ("oversize readme", lambda f: (f / "README.md").write_bytes(b"x" * (OFFICIAL.max_readme_bytes + 1)),
      "cap"),
+    # odd file names fail with a reason, before "unexpected file"
+    ("trailing newline", lambda f: (f / "README.md\n").write_text("x"), "U+000A"),
+    ("non-UTF-8 name", lambda f: (f / os.fsdecode(b"\xff.md")).write_text("x"),
+     "b'\\xff.md' is not valid UTF-8"),
+    ("look-alike name", lambda f: (f / "RE\u0410DME.md").write_text("x"), "not ASCII"),
+    ("escape sequence", lambda f: (f / "a\x1b[31m").write_text("x"), "U+001B"),
 ]
 
 

@@ -16,7 +16,7 @@ from evaluator.leaderboard import (
     seed_king,
     validate_state,
 )
-from evaluator.records import Attempt
+from evaluator.records import Attempt, King
 from evaluator.rules import NAME_RE, OFFICIAL, SPLITS
 from evaluator.store import SCHEMA_FILES, Store, schema, validate
 
@@ -217,8 +217,10 @@ def test_another_commit_cannot_overwrite_a_result(repo):
 
 def test_void_and_stale_evaluations_keep_their_own_files_beside_the_decisive_one(repo):
     store = Store(repo)
+    # three evaluations of one head: void, then stale, then decisive (each its own start time)
     for record in (unscored("void"), unscored("stale", at="2026-11-21T08:30:00Z"),
-                   {**lost(miner="dave", pr=15), "head_sha": "d" * 40}):
+                   {**lost(miner="dave", pr=15), "head_sha": "d" * 40,
+                    "evaluated_at": "2026-11-22T09:00:00Z"}):
         apply_result(repo, record, OFFICIAL)
         before = snapshot(repo)
         assert apply_result(repo, record, OFFICIAL).changed == []  # idempotent
@@ -226,7 +228,8 @@ def test_void_and_stale_evaluations_keep_their_own_files_beside_the_decisive_one
     names = sorted(p.name for p in (repo / "leaderboard/results/dave").iterdir())
     assert names == ["1.json", "1.stale.20261121T083000Z.json", "1.void.20261120T120000Z.json"]
     assert {r.outcome for r in store.results()} == {"void", "stale", "lost"}
-    assert store.refunded_heads() == {"d" * 40}
+    # void, then a decisive result of the same head: the attempt counts again
+    assert store.refunded_heads() == frozenset()
     assert validate_state(repo, OFFICIAL) == 3
 
 
@@ -240,22 +243,69 @@ def test_an_interrupted_apply_finishes_without_duplicates(repo):
     validate_state(repo, rules=OFFICIAL)
 
 
-@pytest.mark.parametrize(("first", "record", "message"), [
-    # scored without a king while one reigns: a stale evaluation
-    (crowned(), crowned("bob", 1, pr=20, composite=0.7, sha="d"), "without a king"),
-    # scored against a king the leaderboard does not have
-    (None, crowned("bob", 1, pr=20, composite=0.7, king=0.6, sha="d"), "has none"),
+STALE_CASES = [
+    # scored without a king while one reigns
+    (crowned(), crowned("bob", 1, pr=20, composite=0.7, sha="d"), "scored without a king"),
     # scored against an older king, before the current one was crowned
     (crowned("zed", 5, pr=2, sha="e"), crowned("bob", 1, pr=20, composite=0.7, king=0.6, sha="d"),
-     "before zed was crowned"),
-])
-def test_stale_results_are_refused(repo, first, record, message):
-    if first:
-        apply_result(repo, first, rules=OFFICIAL)
+     "before zed generation 5 was crowned"),
+]
+
+
+@pytest.mark.parametrize(("first", "record", "message"), STALE_CASES)
+def test_a_crown_against_a_replaced_king_is_recorded_stale(repo, first, record, message):
+    apply_result(repo, first, rules=OFFICIAL)
+    king_before = Store(repo).king()
+    applied = apply_result(repo, record, rules=OFFICIAL)
+    assert (applied.outcome, applied.crowned) == ("stale", False)
+    assert message in applied.record["reason"]
+    assert applied.record["composite"] is None and "per_benchmark" not in applied.record
+    assert applied.changed == ["leaderboard/results/bob/1.stale.20261111T120000Z.json"]
+    assert Store(repo).king() == king_before
+    assert apply_result(repo, record, rules=OFFICIAL).changed == []  # a re-run keeps it
+    validate_state(repo, rules=OFFICIAL)
+
+
+def test_a_result_compared_with_a_king_the_board_never_had_is_refused(repo):
     before = snapshot(repo)
-    with pytest.raises(LeaderboardError, match=message):
-        apply_result(repo, record, rules=OFFICIAL)
+    with pytest.raises(LeaderboardError, match="has none"):
+        apply_result(repo, crowned("bob", 1, pr=20, composite=0.7, king=0.6, sha="d"), OFFICIAL)
     assert snapshot(repo) == before
+
+
+def king_of(record):
+    return King.crowned(record, None)
+
+
+AGAINST = [
+    # the king it was scored against (read from the commit it ran on) is the reigning one
+    ("crown, same king", crowned("bob", 1, pr=20, composite=0.7, king=0.6, sha="d"), "zed",
+     "king"),
+    ("loss, same king", lost(), "zed", "lost"),
+    # another king was crowned while it ran: a crown and a loss are both stale
+    ("crown, king replaced", crowned("bob", 1, pr=20, composite=0.7, king=0.6, sha="d"),
+     "older", "stale"),
+    ("loss, king replaced", lost(), "older", "stale"),
+    ("crown, scored without a king", crowned("bob", 1, pr=20, composite=0.7, sha="d"), None,
+     "stale"),
+    # a rejection does not depend on which king reigns
+    ("rejection, king replaced", rejected(), "older", "rejected"),
+]
+
+
+@pytest.mark.parametrize(("case", "record", "against", "outcome"), AGAINST,
+                         ids=[row[0] for row in AGAINST])
+def test_the_king_an_evaluation_ran_against_decides_staleness(repo, case, record, against,
+                                                              outcome):
+    older = crowned("old", 1, pr=1, sha="f")
+    apply_result(repo, older, rules=OFFICIAL)
+    apply_result(repo, crowned("zed", 5, pr=2, sha="e", composite=0.7, king=0.6), OFFICIAL)
+    scored = {"zed": Store(repo).king(), "older": king_of(older), None: None}[against]
+    applied = apply_result(repo, record, OFFICIAL, against=scored)
+    assert applied.outcome == outcome
+    assert (Store(repo).king().miner == "bob") is (outcome == "king")
+    if outcome == "stale":
+        assert "was crowned while it ran" in applied.record["reason"]
 
 
 def test_writes_are_deterministic_json(repo):
@@ -304,8 +354,10 @@ def test_empty_leaderboard_is_valid(repo):
     # a result filed under another miner's name
     (lambda r: (r / "leaderboard/results/alice/1.json").rename(
         r / "leaderboard/results/alice/2.json"), "move it"),
-    # a broken attempt line
+    # a broken attempt line, a broken queue event
     (lambda r: (r / "leaderboard/attempts.jsonl").write_text('{"miner": "x"}\n'), "line 1"),
+    (lambda r: (r / "leaderboard/queue.jsonl").write_text('{"event": "evaluating"}\n'),
+     "queue.jsonl line 1"),
     # hand-edited king.json
     (lambda r: (r / "leaderboard/king.json").write_text('{"format": 1, "king": {}}\n'),
      "king schema"),

@@ -135,3 +135,18 @@ def test_a_loose_file_reads_as_what_it_holds():
 
 def test_a_rounded_zero_has_no_sign():
     assert str(disclosed(-0.0049, 0.01)) == "0.0"
+
+
+@pytest.mark.parametrize(("history", "refunded"), [
+    ([VOID], True),
+    ([VOID, LOST], False),  # evaluated again to a decision: the attempt counts once more
+    ([LOST, VOID], True),
+    ([VOID, STALE], True),  # a stale run decides nothing
+    ([KING], False),
+])
+def test_an_attempt_is_refunded_while_its_latest_evaluation_is_void(history, refunded):
+    from evaluator.records import refunded_heads
+
+    results = [dataclasses.replace(result(outcome), evaluated_at=f"2026-11-30T1{i}:00:00Z")
+               for i, outcome in enumerate(history)]
+    assert (("a" * 40) in refunded_heads(reversed(results))) is refunded

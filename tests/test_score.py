@@ -77,14 +77,20 @@ def world(tmp_path_factory, make_submission_module):
 
 @pytest.fixture(scope="module")
 def make_submission_module():
-    from conftest import _trained_weights, receipt_fields
-
     from evaluator.submission import write_submission
 
     def make(repo, login, generation, seed, rules):
-        head, scales = _trained_weights(seed, rules)
-        return write_submission(repo, login, generation, head, scales, receipt_fields(),
-                                rules=rules)
+        rng = np.random.default_rng(seed)
+        head = rng.normal(0, 0.05, rules.head_shape).astype(np.float32)
+        scales = (1 + rng.normal(0, 0.01, rules.svf_scale_count)).astype(np.float32)
+        fields = {"benchmarks": list(BENCHES),
+                  "optimizer": {"name": "sep-cma-es", "popsize": 8, "sigma0": 0.1,
+                                "generations": 3, "seed": 0},
+                  "fitness_history": [{"generation": g, "mean": 0.5, "max": 0.6, "best": 0.6}
+                                      for g in range(3)],
+                  "total_cost_usd": 1.0, "ledger_head": "ab" * 32, "init_weights_sha256": None,
+                  "tinyrouter_version": "0.1.0", "created_at": "2026-11-28T10:00:00Z"}
+        return write_submission(repo, login, generation, head, scales, fields, rules=rules)
 
     return make
 

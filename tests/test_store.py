@@ -1,4 +1,6 @@
-"""The store: where files live, strict reading, the attempts log and generations."""
+"""The store: where files live, strict reading, the attempts log, queue events and generations."""
+
+import json
 
 import pytest
 
@@ -23,6 +25,72 @@ def test_recorded_attempt_is_idempotent_per_pr(repo):
     assert store.record_attempt(first) is True
     assert store.record_attempt(first) is False
     assert store.attempts() == [first]
+
+
+def test_a_gates_pass_is_looked_up_by_pr_and_exact_head(repo):
+    store = Store(repo)
+    passed = Attempt("alice", 1, 7, "b" * 40, "2026-11-29T12:00:00Z", gates_passed=True)
+    failed = Attempt("bob", 1, 8, "c" * 40, "2026-11-29T12:00:00Z", failed_gate=3)
+    store.record_attempt(passed)
+    store.record_attempt(failed)
+    assert store.gates_pass(7, "b" * 40) == passed
+    assert store.gates_pass(7, "d" * 40) is None  # another head of the same PR
+    assert store.gates_pass(8, "c" * 40) is None  # recorded, but its gates failed
+    assert store.gates_pass(None, "b" * 40) is None
+
+
+def test_a_new_head_on_the_same_pr_is_a_new_attempt(repo):
+    store = Store(repo)
+    assert store.record_attempt(Attempt("alice", 1, 7, "b" * 40, "2026-11-29T12:00:00Z"))
+    assert store.record_attempt(Attempt("alice", 1, 7, "c" * 40, "2026-11-29T13:00:00Z"))
+    assert [a.head_sha for a in store.attempts()] == ["b" * 40, "c" * 40]
+
+
+def result(outcome, at, sha="b" * 40):
+    return {"format": 1, "miner": "alice", "generation": 1, "pr": 7, "head_sha": sha,
+            "evaluated_at": at, "outcome": outcome, "reason": f"{outcome}: why",
+            "composite": None, "delta": None, "benchmark_manifest": None,
+            "partition_commitment": None}
+
+
+def test_decided_ignores_void_and_stale_results(repo):
+    store = Store(repo)
+    store.write_result(result("void", "2026-11-29T12:00:00Z"))
+    store.write_result(result("stale", "2026-11-29T13:00:00Z"))
+    assert store.decided(7, "b" * 40) is None
+    store.write_result(result("rejected", "2026-11-29T14:00:00Z"))
+    assert store.decided(7, "b" * 40).outcome == "rejected"
+    assert store.decided(7, "c" * 40) is None
+
+
+EVENT = {"event": "evaluating", "miner": "alice", "generation": 1, "pr": 7, "head_sha": "b" * 40,
+         "at": "2026-11-29T12:00:00Z"}
+
+
+def test_queue_events_are_appended_and_read_back_in_order(repo):
+    store = Store(repo)
+    assert store.queue_events() == []
+    store.record_queue_event(EVENT)
+    store.record_queue_event({**EVENT, "at": "2026-11-29T13:00:00Z"})
+    assert [e["at"] for e in store.queue_events()] == ["2026-11-29T12:00:00Z",
+                                                        "2026-11-29T13:00:00Z"]
+
+
+def test_queue_events_of_a_kind_this_code_does_not_know_are_kept(repo):
+    (repo / "leaderboard/queue.jsonl").write_text(
+        json.dumps({**EVENT, "event": "runner-lost", "runner": "gpu-2"}) + "\n")
+    assert Store(repo).queue_events()[0]["runner"] == "gpu-2"
+
+
+@pytest.mark.parametrize("bad", [{**EVENT, "head_sha": "HEAD"}, {**EVENT, "event": "a b"},
+                                 {k: v for k, v in EVENT.items() if k != "pr"}])
+def test_a_malformed_queue_event_is_refused(repo, bad):
+    with pytest.raises(LeaderboardError, match="queue"):
+        Store(repo).record_queue_event(bad)
+    (repo / "leaderboard/queue.jsonl").write_text(json.dumps(bad) + "\n")
+    with pytest.raises(LeaderboardError, match=r"queue\.jsonl line 1"):
+        Store(repo).queue_events()
+    assert Store(repo, lenient=True).queue_events() == [bad]  # the site shows it anyway
 
 
 def test_a_broken_attempts_line_is_named_not_skipped(repo):

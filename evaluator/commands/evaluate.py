@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import argparse
 import os
+from contextlib import nullcontext
 from pathlib import Path
 
-from evaluator.commands.output import annotate, append_summary, say, write_json_out
+from evaluator.commands.output import annotate, append_summary, github_output, say, write_json_out
 from evaluator.commands.reports import headline, render_result
 from evaluator.errors import UsageError
+from evaluator.gates import parse_changes
 from evaluator.records import REJECTED, VOID
-from evaluator.rules import Competition, is_commit_sha
+from evaluator.rules import Competition, is_commit_sha, is_name
 from evaluator.store import Store, parse_submission_path
 
 
 def add_evaluate(p: argparse.ArgumentParser) -> None:
-    p.description = ("Re-check gates 2–4, compare the submission's routing with the king's on "
+    p.description = ("Re-check gates 0–4, compare the submission's routing with the king's on "
                      "the public train items, score both on a fresh secret partition of the "
                      "sealed hidden benchmark, and write the public result (and optionally the "
                      "full private record).")
@@ -29,6 +31,12 @@ def add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool-url", help="pool base URL (default $OPENROUTER_BASE_URL or OpenRouter)")
     p.add_argument("--pr", type=int, help="the pull request number")
     p.add_argument("--head-sha", help="the approved PR head commit")
+    p.add_argument("--author", help="the PR author, for gate 0 (default: the folder's login)")
+    p.add_argument("--changed-files", type=Path,
+                   help="the head's `git diff --name-status`, for gate 0's scope check")
+    p.add_argument("--require-gates-pass", action="store_true",
+                   help="refuse to evaluate unless leaderboard/attempts.jsonl records a gates "
+                        "pass for --pr at --head-sha (the workflow's evaluation does)")
     p.add_argument("--out", required=True, help="public result record (JSON; - for stdout)")
     p.add_argument("--private-out", help="full private record (JSON); keep it private")
     p.add_argument("--format", choices=("text", "github"), default="text",
@@ -65,8 +73,19 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--head-sha must be a full lowercase hex commit id")
     if args.pr is not None and args.pr < 1:
         raise UsageError("--pr must be a positive number")
+    if args.require_gates_pass and (args.pr is None or args.head_sha is None):
+        raise UsageError("--require-gates-pass needs --pr and --head-sha")
+    if args.author is not None and not is_name(args.author):
+        raise UsageError(f"--author {args.author!r} is not a GitHub login")
+    try:
+        changes = (parse_changes(args.changed_files.read_text(encoding="utf-8"))
+                   if args.changed_files else None)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read --changed-files: {exc}") from exc
     if args.benchmark_dir is None:
         raise UsageError("give --benchmark-dir or set TINYROUTER_BENCHMARK_DIR")
+    if args.require_gates_pass:  # before the encoder loads
+        Store(args.repo).require_gates_pass(args.pr, args.head_sha)
     password = password_from_env()
     manifest = Store(args.repo).manifest()
     if manifest is None:
@@ -77,16 +96,18 @@ def run(args: argparse.Namespace) -> int:
         found = open_train_items(args.benchmark_dir, manifest, rules)
         return [item for bench in rules.benchmarks for item in found[bench]]
 
-    result = evaluate_submission(
-        args.repo, relpath,
-        open_sets=lambda: open_verified(args.benchmark_dir, password, manifest, rules),
-        router=load_router(args.encoder or rules.encoder_id, rules),
-        run_live=pool_runner(args.pool_url, rules), rules=rules, public_items=train_items,
-        pr=args.pr, head_sha=args.head_sha)
-    public = result.public(rules.disclosure_precision)
-    write_json_out(args.out, public)
-    write_json_out(args.private_out, result.private(rules.disclosure_precision))
-    report(public, args.format == "github", rules)
+    with github_output() if args.format == "github" else nullcontext():
+        result = evaluate_submission(
+            args.repo, relpath,
+            open_sets=lambda: open_verified(args.benchmark_dir, password, manifest, rules),
+            router=load_router(args.encoder or rules.encoder_id, rules),
+            run_live=pool_runner(args.pool_url, rules), rules=rules, public_items=train_items,
+            pr=args.pr, head_sha=args.head_sha, author=args.author, changes=changes,
+            require_gates_pass=args.require_gates_pass)
+        public = result.public(rules.disclosure_precision)
+        write_json_out(args.out, public)
+        write_json_out(args.private_out, result.private(rules.disclosure_precision))
+        report(public, args.format == "github", rules)
     return 0
 
 

@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import argparse
 import os
+from contextlib import nullcontext
+from datetime import datetime
 from pathlib import Path
 
-from evaluator.commands.output import annotate, append_summary, say, write_json_out, write_text_out
+from evaluator.commands.output import (
+    annotate,
+    append_summary,
+    github_output,
+    say,
+    set_outputs,
+    write_json_out,
+    write_text_out,
+)
 from evaluator.errors import UsageError
 from evaluator.files import parse_time, utc_now
-from evaluator.gates import GateReport, attempt_of, context_for, parse_changes, run_gates
+from evaluator.gates import Change, GateReport, attempt_of, context_for, parse_changes, run_gates
+from evaluator.github import publish
 from evaluator.rules import is_commit_sha, is_name
-from evaluator.store import Store
+from evaluator.store import LEADERBOARD_DIR, Store
 from evaluator.submission import Submission
 from evaluator.templating import render
 
@@ -33,8 +44,18 @@ def add_gates(p: argparse.ArgumentParser) -> None:
                    help="link to the rules page in the comment")
     p.add_argument("--record-attempt", action="store_true",
                    help="append the attempt to leaderboard/attempts.jsonl once gate 1 passes")
+    p.add_argument("--push", action="store_true",
+                   help="with --record-attempt, record it on the remote: on the branch's newest "
+                        "commit run the gates, commit, push, and all again if another job "
+                        "pushed first (so racing pull requests see each other's attempts)")
+    p.add_argument("--remote", default="origin", help="git remote for --push")
+    p.add_argument("--branch", default="main", help="branch for --push")
     p.add_argument("--format", choices=("text", "github"), default="text",
-                   help="github: log lines kept inert, an annotation and a job summary")
+                   help="github: log lines kept inert, an annotation, a job summary and the "
+                        "step output passed=true|false")
+    p.add_argument("--exit-zero", action="store_true",
+                   help="exit 0 when a gate fails too (the outcome is in the report); "
+                        "non-zero then means the gates could not run")
     p.set_defaults(func=run_bot)
 
 
@@ -44,7 +65,8 @@ def add_preflight(p: argparse.ArgumentParser) -> None:
     p.add_argument("--author", help="your GitHub login (default: the folder's)")
     p.add_argument("--now", help=argparse.SUPPRESS)
     p.set_defaults(func=run_preflight, changed_files=None, pr=None, head_sha=None,
-                   json_out=None, comment=None, rules_url="", record_attempt=False, format="text")
+                   json_out=None, comment=None, rules_url="", record_attempt=False, push=False,
+                   format="text", exit_zero=False)
 
 
 PARSERS = {"gates": add_gates, "preflight": add_preflight}
@@ -70,12 +92,29 @@ def run_bot(args: argparse.Namespace) -> int:
         raise UsageError(f"--author {args.author!r} is not a GitHub login")
     if args.head_sha is not None and not is_commit_sha(args.head_sha):
         raise UsageError("--head-sha must be a full lowercase hex commit id")
+    if args.push and not (args.record_attempt and args.pr and args.head_sha
+                          and is_name(args.remote) and is_name(args.branch)):
+        raise UsageError("--push goes with --record-attempt, --pr and --head-sha, and a plain "
+                         "--remote and --branch")
     try:
         now = parse_time(args.now) if args.now else utc_now()
         changes = (parse_changes(args.changed_files.read_text(encoding="utf-8"))
                    if args.changed_files else None)
     except (OSError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
+    with github_output() if args.format == "github" else nullcontext():
+        if args.push:
+            report, _ = publish(args.repo, [LEADERBOARD_DIR], f"leaderboard: attempt of PR "
+                                f"#{args.pr}", lambda: _check(args, now, changes),
+                                args.remote, args.branch)
+        else:
+            report = _check(args, now, changes)
+        _emit(report, args)
+    return 0 if report.passed or args.exit_zero else 1
+
+
+def _check(args: argparse.Namespace, now: datetime, changes: list[Change] | None) -> GateReport:
+    """The gates on the checkout as it is now, recording the attempt if asked."""
     ctx = context_for(args.repo, args.author, args.rules, now, changes, args.pr, args.head_sha)
     sub = Submission(args.repo, args.submission, args.rules)
     report = run_gates(sub, ctx)
@@ -83,8 +122,7 @@ def run_bot(args: argparse.Namespace) -> int:
         store = Store(args.repo)
         generation = store.next_generation(sub.login, ctx.attempts, args.pr, exclude=sub.folder)
         store.record_attempt(attempt_of(sub, report, ctx, generation))
-    _emit(report, args)
-    return 0 if report.passed else 1
+    return report
 
 
 def _emit(report: GateReport, args: argparse.Namespace) -> None:
@@ -106,3 +144,4 @@ def _emit(report: GateReport, args: argparse.Namespace) -> None:
             annotate("error", f"Gate {report.failed.number} ({report.failed.name})",
                      report.failed.reason or "")
         append_summary(comment)
+        set_outputs({"passed": "true" if report.passed else "false"})

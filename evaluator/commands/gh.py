@@ -2,7 +2,16 @@
 
 The pull request number and head SHA come from `--pr`/`--head-sha` or, when omitted, from
 the event payload at `$GITHUB_EVENT_PATH`, so workflow steps need no `${{ }}` expansion.
-Values that leave a command (step outputs) are validated first.
+Values that leave a command (step outputs) are validated first, and everything a command
+prints or logs goes through `output.github_output` (these commands run in workflows).
+
+`record` is the evaluation's last job, as named steps that are each safe to run again, so a
+job that died between any two of them is finished by a re-run: decide (on main's newest
+state: already recorded, stale, or as scored), merge a new king's PR (guarded by the
+evaluated head; refused for good → void), publish leaderboard/ (optimistic concurrency,
+deciding again on each try), comment, then close a loser's PR or re-run a stale evaluation.
+A re-run after a crash may dispatch that re-run twice; `pr-info --require-undecided` stops
+the second once the first is recorded.
 """
 
 from __future__ import annotations
@@ -11,18 +20,40 @@ import argparse
 import json
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
-from evaluator.commands.output import set_outputs
-from evaluator.commands.reports import render_result
+from evaluator.commands.leaderboard import load_result
+from evaluator.commands.output import github_output, say, set_outputs, write_json_out
+from evaluator.commands.reports import headline, render_result
 from evaluator.errors import GitHubError
-from evaluator.github import GitHub, fetch_submission, push_paths
-from evaluator.records import KING, OUTCOMES
+from evaluator.files import format_time, utc_now
+from evaluator.github import (
+    GitHub,
+    MergeRefused,
+    fetch_submission,
+    head_commit,
+    publish,
+    read_at,
+    sync,
+)
+from evaluator.leaderboard import UNKNOWN, apply_result, check_result, decide, unscored
+from evaluator.records import KING, STALE, VOID, King
 from evaluator.rules import NAME_RE, is_commit_sha, is_name, is_pr_number
-from evaluator.store import LEADERBOARD_DIR, parse_submission_path, submission_path
+from evaluator.store import (
+    KING_FILE,
+    LEADERBOARD_DIR,
+    Store,
+    parse_submission_path,
+    submission_path,
+)
 
 GATES_MARKER = "<!-- tinyrouter:gates -->"
 EVALUATION_MARKER = "<!-- tinyrouter:evaluation -->"
+EVALUATE_WORKFLOW = "evaluate.yml"
+QUEUE_EVENTS = ("evaluating",)
 WORKFLOW_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}", re.ASCII)  # a workflow file name, a ref
 INPUT_VALUE_RE = re.compile(r"[A-Za-z0-9_.-]{0,64}", re.ASCII)
 
@@ -32,31 +63,44 @@ def add_gh(gh: argparse.ArgumentParser) -> None:
                     help="owner/name (default $GITHUB_REPOSITORY)")
     verbs = gh.add_subparsers(dest="verb", metavar="VERB", required=True)
 
-    def verb(name: str, help: str, func, pr: bool = True) -> argparse.ArgumentParser:
+    def verb(name: str, help: str, func: Callable[[argparse.Namespace], int],
+             pr: bool = True, repo: bool = False) -> argparse.ArgumentParser:
         parser = verbs.add_parser(name, help=help)
         if pr:
             parser.add_argument("--pr", help="pull request number (default: from the event)")
-        parser.set_defaults(func=func)
+        if repo:
+            parser.add_argument("--repo", type=Path, default=Path("."),
+                                help="the checkout of the base branch")
+        parser.set_defaults(func=_in_workflow(func))
         return parser
 
     info = verb("pr-info", "validate the PR and write author, head_sha, submission outputs",
-                run_pr_info)
+                run_pr_info, repo=True)
     info.add_argument("--head-sha", help="expected head (default: from the event, if any)")
-    info.add_argument("--require-label", help="fail unless the PR carries this label")
+    info.add_argument("--base", default="main", help="the branch submissions target")
     info.add_argument("--require-open", action="store_true", help="fail unless the PR is open")
+    info.add_argument("--or-merged", action="store_true",
+                      help="with --require-open, also accept a PR merged at the expected head "
+                           "(a king evaluated again because another was crowned first)")
+    info.add_argument("--require-gates-pass", action="store_true",
+                      help="fail unless leaderboard/attempts.jsonl records a gates pass for "
+                           "the PR at this head (the gates-passed label is only a display)")
+    info.add_argument("--require-undecided", action="store_true",
+                      help="fail if this head already has a decisive result")
 
-    files = verb("changed-files", "write the PR's changes as `git diff --name-status`",
-                 run_changed_files)
+    files = verb("changed-files", "write a head's changes as `git diff --name-status`",
+                 run_changed_files, pr=False)
+    files.add_argument("--head-sha", required=True, help="the head commit to list")
+    files.add_argument("--base", default="main", help="the branch it is compared with")
     files.add_argument("--out", type=Path, required=True, help="where to write them")
 
-    fetch = verb("fetch-submission", "copy the PR head's submission folder in as data",
-                 run_fetch, pr=False)
+    fetch = verb("fetch-submission", "copy the PR head's submission folder in as data (and "
+                 "write the checkout's commit as the base_sha output)", run_fetch, pr=False,
+                 repo=True)
     fetch.add_argument("--head-sha", required=True)
     fetch.add_argument("--submission", required=True, help="submissions/<login>/<n>")
-    fetch.add_argument("--repo", type=Path, default=Path("."), help="base checkout")
-    fetch.add_argument("--remote", default="origin", help="git remote to fetch the head from")
 
-    comment = verb("comment", "create or update the PR's one comment with MARKER", run_comment)
+    comment = verb("comment", "create or update the bot's one comment with MARKER", run_comment)
     comment.add_argument("--marker", required=True, help="the HTML comment that marks it")
     comment.add_argument("--body-file", type=Path, required=True, help="its Markdown body")
 
@@ -67,15 +111,28 @@ def add_gh(gh: argparse.ArgumentParser) -> None:
 
     verb("close", "close the PR", run_close)
 
-    merge = verb("merge", "merge the PR only if its head is still SHA", run_merge)
+    merge = verb("merge", "merge the PR only if its head is still SHA (retrying while GitHub "
+                 "says the base moved)", run_merge)
     merge.add_argument("--sha", required=True, help="the head SHA the merge is guarded by")
     merge.add_argument("--method", choices=("merge", "squash", "rebase"), default="merge",
                        help="GitHub's merge method")
 
-    conclude = verb("conclude", "comment an evaluation result, then merge (king) or close",
-                    run_conclude)
-    conclude.add_argument("--sha", required=True, help="the approved, evaluated head SHA")
-    conclude.add_argument("--result", type=Path, required=True, help="the public RESULT.json")
+    record = verb("record", "record an evaluation: merge a new king, publish leaderboard/, "
+                  "comment, then close a loser or evaluate a stale result again", run_record,
+                  repo=True)
+    record.add_argument("--sha", required=True, help="the approved, evaluated head SHA")
+    record.add_argument("--result", type=Path, required=True, help="the public RESULT.json")
+    record.add_argument("--base", help="the main commit the evaluation ran on (its king is "
+                                       "the one it was scored against)")
+    record.add_argument("--out", help="write the record the board now holds (JSON; - for stdout)")
+    _push_options(record)
+
+    announce = verb("announce", "append a queue event to leaderboard/queue.jsonl and push it",
+                    run_announce, repo=True)
+    announce.add_argument("--event", choices=QUEUE_EVENTS, required=True, help="what happened")
+    announce.add_argument("--head-sha", required=True)
+    announce.add_argument("--submission", required=True, help="submissions/<login>/<n>")
+    _push_options(announce)
 
     dispatch = verb("dispatch", "start a workflow_dispatch workflow", run_dispatch, pr=False)
     dispatch.add_argument("--workflow", required=True, help="file name, e.g. pages.yml")
@@ -83,16 +140,24 @@ def add_gh(gh: argparse.ArgumentParser) -> None:
     dispatch.add_argument("--input", action="append", default=[], metavar="KEY=VALUE",
                           help="a workflow input (repeatable)")
 
-    push = verb("push-leaderboard", "commit leaderboard/ and push (fetch, rebase, push)",
-                run_push, pr=False)
-    push.add_argument("--repo", type=Path, default=Path("."), help="the checkout to push from")
-    push.add_argument("--message", required=True, help="the commit message")
-    push.add_argument("--remote", default="origin", help="git remote")
-    push.add_argument("--branch", default="main", help="branch to push to")
-    push.add_argument("--retries", type=int, default=5, help="rebase-and-push attempts")
+
+def _push_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--remote", default="origin", help="git remote to push leaderboard/ to")
+    parser.add_argument("--branch", default="main", help="branch to push to")
 
 
 PARSERS = {"gh": add_gh}
+
+
+def _in_workflow(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        with github_output():
+            return func(args)
+    return run
+
+
+def _say(*lines: object) -> None:
+    say(lines, github=True)
 
 
 # ---------------------------------------------------------------- inputs and outputs
@@ -120,6 +185,12 @@ def _sha(value: object, what: str = "head SHA") -> str:
     if not is_commit_sha(str(value or "")):
         raise GitHubError(f"{what} {value!r} is not a full lowercase commit SHA")
     return str(value)
+
+
+def _branch(value: str, what: str = "--base") -> str:
+    if not is_name(value):
+        raise GitHubError(f"{what} {value!r} must be a plain branch name")
+    return value
 
 
 def _client(args: argparse.Namespace) -> GitHub:
@@ -154,38 +225,48 @@ def run_pr_info(args: argparse.Namespace) -> int:
     if expected and _sha(expected, "expected head SHA") != head:
         raise GitHubError(f"PR #{number} moved from {expected} to {head}; "
                           "the newer commit is checked by its own run")
-    if args.require_open and pull.state != "open":
+    if pull.base_ref != _branch(args.base):
+        raise GitHubError(f"PR #{number} targets {pull.base_ref!r}; submissions are pull "
+                          f"requests into {args.base}")
+    if args.require_open and pull.state != "open" and not (args.or_merged and pull.merged):
         raise GitHubError(f"PR #{number} is {pull.state}, not open")
-    if args.require_label and args.require_label not in pull.labels:
-        raise GitHubError(f"PR #{number} lacks the {args.require_label!r} label; "
-                          "its gates have not passed at this head")
+    store = Store(args.repo)
+    if args.require_gates_pass:
+        store.require_gates_pass(number, head)
+    decided = store.decided(number, head) if args.require_undecided else None
+    if decided is not None:
+        raise GitHubError(f"PR #{number} at {head[:12]} already has a {decided.outcome} result "
+                          "(one decisive evaluation per head)")
     paths = [f.path for f in github.changed_files(number) if f.status == "added"]
     set_outputs({"pr": str(number), "author": pull.author, "head_sha": head,
-                  "submission": submission_folder(paths, pull.author)})
+                 "submission": submission_folder(paths, pull.author)})
     return 0
 
 
 def run_changed_files(args: argparse.Namespace) -> int:
-    files = _client(args).changed_files(_pr(args))
+    files = _client(args).compare_files(_branch(args.base), _sha(args.head_sha))
     text = "".join(f.name_status() + "\n" for f in files)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
-    print(f"wrote {len(files)} changed file(s) to {args.out}")
+    _say(f"wrote {len(files)} changed file(s) of {args.head_sha[:12]} to {args.out}")
     return 0
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    written = fetch_submission(args.repo, args.remote, _sha(args.head_sha), args.submission,
+    written = fetch_submission(_client(args), args.repo, _sha(args.head_sha), args.submission,
                                args.rules)
-    print(f"copied {len(written)} entr{'y' if len(written) == 1 else 'ies'} of "
-          f"{args.submission} at {args.head_sha[:12]} as data")
+    base = head_commit(args.repo)
+    if base is not None:
+        set_outputs({"base_sha": base})
+    _say(f"copied {len(written)} entr{'y' if len(written) == 1 else 'ies'} of "
+         f"{args.submission} at {args.head_sha[:12]} as data")
     return 0
 
 
 def run_comment(args: argparse.Namespace) -> int:
     body = args.body_file.read_text(encoding="utf-8")
     created = _client(args).upsert_comment(_pr(args), args.marker, body)
-    print("comment created" if created else "comment updated")
+    _say("comment created" if created else "comment updated")
     return 0
 
 
@@ -197,40 +278,21 @@ def run_label(args: argparse.Namespace) -> int:
     for name in args.remove:
         github.remove_label(number, name)
     github.add_labels(number, args.add)
-    print(f"labels: +{args.add} -{args.remove}")
+    _say(f"labels: +{args.add} -{args.remove}")
     return 0
 
 
 def run_close(args: argparse.Namespace) -> int:
     number = _pr(args)
     _client(args).close(number)
-    print(f"closed PR #{number}")
+    _say(f"closed PR #{number}")
     return 0
 
 
 def run_merge(args: argparse.Namespace) -> int:
     number = _pr(args)
     _client(args).merge(number, _sha(args.sha), args.method)
-    print(f"merged PR #{number} at {args.sha[:12]}")
-    return 0
-
-
-def run_conclude(args: argparse.Namespace) -> int:
-    number, sha = _pr(args), _sha(args.sha)
-    result = json.loads(args.result.read_text(encoding="utf-8"))
-    if result.get("pr") != number or result.get("head_sha") != sha:
-        raise GitHubError(f"the result is for PR {result.get('pr')!r} at "
-                          f"{result.get('head_sha')!r}, not PR #{number} at {sha}")
-    if result.get("outcome") not in OUTCOMES:
-        raise GitHubError(f"unknown outcome {result.get('outcome')!r}")
-    github = _client(args)
-    github.upsert_comment(number, EVALUATION_MARKER, render_result("comment", result, args.rules))
-    if result["outcome"] == KING:
-        github.merge(number, sha)
-        print(f"new king: merged PR #{number} at {sha[:12]}")
-    else:
-        github.close(number)
-        print(f"{result['outcome']}: closed PR #{number}")
+    _say(f"merged PR #{number} at {args.sha[:12]}")
     return 0
 
 
@@ -244,13 +306,143 @@ def run_dispatch(args: argparse.Namespace) -> int:
     if not WORKFLOW_RE.fullmatch(args.workflow) or not is_name(args.ref):
         raise GitHubError("--workflow and --ref must be plain names")
     _client(args).dispatch(args.workflow, args.ref, inputs)
-    print(f"dispatched {args.workflow} on {args.ref}")
+    _say(f"dispatched {args.workflow} on {args.ref}")
     return 0
 
 
-def run_push(args: argparse.Namespace) -> int:
-    pushed = push_paths(args.repo, [LEADERBOARD_DIR], args.message, args.remote, args.branch,
-                        args.retries)
-    print(f"pushed leaderboard/ to {args.remote}/{args.branch}" if pushed
-          else "leaderboard/ unchanged; nothing to push")
+def run_announce(args: argparse.Namespace) -> int:
+    number, sha = _pr(args), _sha(args.head_sha)
+    parsed = parse_submission_path(args.submission)
+    if parsed is None:
+        raise GitHubError(f"--submission {args.submission!r} is not submissions/<login>/<n>")
+    event = {"event": args.event, "miner": parsed[0], "generation": parsed[1], "pr": number,
+             "head_sha": sha, "at": format_time(utc_now())}
+    _, pushed = publish(args.repo, [LEADERBOARD_DIR],
+                        f"leaderboard: PR #{number} is {args.event}",
+                        lambda: Store(args.repo).record_queue_event(event),
+                        _branch(args.remote, "--remote"), _branch(args.branch, "--branch"))
+    _say(f"PR #{number} at {sha[:12]}: {args.event}" + ("" if pushed else " (already recorded)"))
+    return 0
+
+
+# ---------------------------------------------------------------- record
+
+@dataclass
+class Recording:
+    """One evaluation being recorded; `record` is what the board holds (or will) for it."""
+
+    args: argparse.Namespace
+    github: GitHub
+    number: int
+    sha: str
+    result: dict[str, Any]
+    against: object = UNKNOWN
+    record: dict[str, Any] = field(default_factory=dict)
+    already: bool = False  # the board held `record` before this run
+
+    @property
+    def outcome(self) -> str:
+        return str(self.record.get("outcome"))
+
+    def void(self, why: str) -> None:
+        self.record = unscored(self.result, VOID, f"void: the merge was refused: {why}; nothing "
+                               "was crowned, and the attempt is refunded.", self.args.rules)
+
+
+def _decide(job: Recording) -> None:
+    sync(job.args.repo, job.args.remote, job.args.branch)
+    job.record, job.already = decide(Store(job.args.repo), job.result, job.args.rules,
+                                     job.against)
+
+
+def _merge(job: Recording) -> None:
+    """A new king's PR is merged before anything claims it: guarded by the evaluated head."""
+    if job.outcome != KING:
+        return
+    pull = job.github.pull(job.number)
+    if pull.merged:
+        if pull.head_sha != job.sha:
+            job.void(f"the pull request was merged at {pull.head_sha[:12]}, not {job.sha[:12]}")
+        return
+    try:
+        if pull.state != "open":
+            raise MergeRefused("the pull request was closed")
+        if pull.head_sha != job.sha:
+            raise MergeRefused(f"its head moved to {pull.head_sha[:12]} after the evaluation")
+        job.github.merge(job.number, job.sha)
+    except MergeRefused as exc:
+        if job.already:
+            raise GitHubError(f"leaderboard/ crowns PR #{job.number} but it cannot be merged: "
+                              f"{exc}; a maintainer must settle it by hand") from exc
+        job.void(str(exc))
+        return
+    _say(f"merged PR #{job.number} at {job.sha[:12]}")
+
+
+def _publish(job: Recording) -> None:
+    """leaderboard/ on main's newest commit; decided again on each try, so a king crowned by a
+    job that pushed first turns this result stale instead of being overwritten."""
+    def apply() -> dict[str, Any]:
+        return apply_result(job.args.repo, job.record, job.args.rules, job.against).record
+
+    job.record, pushed = publish(job.args.repo, [LEADERBOARD_DIR],
+                                 f"leaderboard: evaluation of PR #{job.number}", apply,
+                                 job.args.remote, job.args.branch)
+    _say(headline(job.record), "leaderboard/ pushed" if pushed else "leaderboard/ already holds it")
+
+
+def _comment(job: Recording) -> None:
+    job.github.upsert_comment(job.number, EVALUATION_MARKER,
+                              render_result("comment", job.record, job.args.rules))
+
+
+def _conclude(job: Recording) -> None:
+    if job.outcome == KING:
+        return
+    if job.outcome == STALE:
+        job.github.dispatch(EVALUATE_WORKFLOW, job.args.branch,
+                            {"pr": str(job.number), "head_sha": job.sha})
+        _say(f"PR #{job.number} is evaluated again against the new king")
+        return
+    if job.outcome == VOID:
+        return  # refunded; the PR stays open for its next head or a maintainer's re-run
+    pull = job.github.pull(job.number)
+    if pull.state == "open" and pull.head_sha == job.sha:
+        job.github.close(job.number)
+        _say(f"{job.outcome}: closed PR #{job.number}")
+
+
+RECORD_STEPS: tuple[tuple[str, Callable[[Recording], None]], ...] = (
+    ("decide", _decide),
+    ("merge", _merge),
+    ("publish", _publish),
+    ("comment", _comment),
+    ("conclude", _conclude),
+)
+
+
+def _king_at(repo: Path, commit: str) -> King | None:
+    """The king leaderboard/ held at `commit`: the one an evaluation there was scored against."""
+    text = read_at(repo, commit, f"{LEADERBOARD_DIR}/{KING_FILE}")
+    try:
+        king = (json.loads(text) if text else {}).get("king")
+    except (ValueError, AttributeError) as exc:
+        raise GitHubError(f"{LEADERBOARD_DIR}/{KING_FILE} at {commit} is not valid JSON") from exc
+    return King.from_dict(king) if isinstance(king, dict) else None
+
+
+def run_record(args: argparse.Namespace) -> int:
+    number, sha = _pr(args), _sha(args.sha)
+    _branch(args.remote, "--remote")
+    _branch(args.branch, "--branch")
+    result = load_result(args.result)
+    if result.get("pr") != number or result.get("head_sha") != sha:
+        raise GitHubError(f"the result is for PR {result.get('pr')!r} at "
+                          f"{result.get('head_sha')!r}, not PR #{number} at {sha}")
+    check_result(result, args.rules, str(args.result))
+    against = UNKNOWN if args.base is None else _king_at(args.repo, _sha(args.base, "--base"))
+    job = Recording(args, _client(args), number, sha, result, against)
+    for _, step in RECORD_STEPS:
+        step(job)
+    write_json_out(args.out, job.record)
     return 0

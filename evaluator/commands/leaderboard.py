@@ -16,6 +16,7 @@ from evaluator.leaderboard import (
     seed_king,
     validate_state,
 )
+from evaluator.records import STALE
 
 
 def add_leaderboard(board: argparse.ArgumentParser) -> None:
@@ -84,11 +85,14 @@ def run_apply(args: argparse.Namespace) -> int:
         check_private(result, load_result(args.private), args.rules)
     applied = apply_result(args.repo, result, args.rules)
     if not applied.changed:
-        print("already recorded; nothing changed")
+        print(f"already recorded ({applied.outcome}); nothing changed")
     for path in applied.changed:
         print(f"wrote {path}")
     if applied.crowned:
         print("a new king is crowned")
+    elif applied.changed and applied.outcome == STALE:
+        print(f"recorded as stale: {applied.record.get('reason')} Evaluate it again against the "
+              "current king.")
     return 0
 
 

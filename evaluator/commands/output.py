@@ -1,46 +1,89 @@
 """How commands print: for humans, and for GitHub Actions logs that strangers' text reaches.
 
 A miner controls file names, receipt fields and PR text, and some of it ends up in what a
-command prints. In a workflow, a printed line that starts with `::` is a workflow command
-(`::add-mask::`, `::stop-commands::`, a forged `::error`). So with `github=True`, `say`
-prints its lines inside a `::stop-commands::` block with a fresh random token: nothing in
-between is read as a command. Annotations, the only commands we mean to send, are printed
-outside it with their message and properties escaped.
+command prints. In a workflow, a printed line that starts with `::` (or the older `##[`) is
+a workflow command (`::add-mask::`, `::stop-commands::`, a forged `::error`). `inert` is the
+one function that makes text safe for such a log: one line, control characters shown as
+escapes, and no `::` or `##[` left to open a command. With `github=True`, `say` prints inert
+lines inside a `::stop-commands::` block with a fresh random token; `github_output` passes
+every log record, and the message of an error a command ends with, through `inert` too.
+Annotations, the only commands we mean to send, are printed with their message and
+properties escaped.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from evaluator.errors import UsageError
+from evaluator.errors import TinyRouterError, UsageError
 from evaluator.files import dumps, write_atomic
 
 STDOUT = "-"
 _LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x85]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# what opens a workflow command, each with a zero-width space put inside it
+_COMMAND_OPENERS = (("::", ":\u200b:"), ("##[", "#\u200b#["))
 
 
 def one_line(text: object) -> str:
-    """The text with every line break turned into a space."""
-    return _LINE_BREAKS.sub(" ", str(text))
+    """The text with every line break turned into a space, and anything that is not valid
+    Unicode (a non-UTF-8 file name read from disk) as backslash escapes, so it prints."""
+    return _LINE_BREAKS.sub(" ", str(text)).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def inert(text: object) -> str:
+    """`text` as one log line that no runner reads as a workflow command (module docstring).
+
+    `one_line`, then other control characters as `\\xNN`, and every `::` or `##[` with a
+    zero-width space inside it.
+    """
+    line = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", one_line(text))
+    for opener, defused in _COMMAND_OPENERS:
+        line = line.replace(opener, defused)
+    return line
 
 
 def say(lines: Iterable[object], github: bool = False) -> None:
     """Print lines for a human; under GitHub, as inert log text (see the module docstring)."""
-    lines = [one_line(line) for line in lines]
     if not github:
-        print("\n".join(lines), flush=True)
+        print("\n".join(one_line(line) for line in lines), flush=True)
         return
     token = secrets.token_hex(16)
     print(f"::stop-commands::{token}")
     for line in lines:
-        print(line)
+        print(inert(line))
     print(f"::{token}::", flush=True)
+
+
+class _InertRecords(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = inert(record.getMessage()), ()
+        return True
+
+
+@contextmanager
+def github_output() -> Iterator[None]:
+    """While a command runs in a workflow: every log line it writes goes through `inert`, and
+    so does the message of the error it may end with (the line the CLI prints)."""
+    guard, handlers = _InertRecords(), list(logging.getLogger().handlers)
+    for handler in handlers:
+        handler.addFilter(guard)
+    try:
+        yield
+    except TinyRouterError as exc:
+        exc.args = (inert(str(exc)),)
+        raise
+    finally:
+        for handler in handlers:
+            handler.removeFilter(guard)
 
 
 def _escape_data(text: str) -> str:
@@ -55,7 +98,8 @@ def annotate(level: str, title: str, message: str) -> None:
     """One GitHub annotation (`error`, `warning` or `notice`), escaped as the runner expects."""
     if level not in ("error", "warning", "notice"):
         raise ValueError(f"unknown annotation level {level!r}")
-    print(f"::{level} title={_escape_property(title)}::{_escape_data(message)}", flush=True)
+    print(f"::{level} title={_escape_property(one_line(title))}::{_escape_data(one_line(message))}",
+          flush=True)
 
 
 def append_summary(markdown: str) -> bool:

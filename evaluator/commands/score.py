@@ -123,6 +123,8 @@ def lines(report: dict[str, Any], rules: Any) -> list[str]:
         out.append(f"cached part of the composite {report['cached_part']:.4f} (cached accuracy "
                    f"and novelty, worth {worth:.2f} of it); live accuracy and efficiency: not "
                    "measured (--live N)")
+    for advisory in report["advisories"]:
+        out.append(f"advisory [{advisory['id']}]: {advisory['message']}; {advisory['fix']}")
     king = report.get("king")
     if king:
         part = "" if king["live_included"] else " (cached part only)"

@@ -135,6 +135,11 @@ def fmt_encoder(value: Any) -> Markup:
                   else "a locally built model")
 
 
+def fmt_hub_id(value: Any) -> str:
+    """The encoder's hub id for a command line, or a placeholder when it is a local folder."""
+    return value if isinstance(value, str) and _HUB_ID.fullmatch(value) else "<encoder hub id>"
+
+
 def fmt_date(value: Any, with_time: bool = False) -> Markup:
     moment = try_parse_time(value)
     if moment is None:
@@ -145,4 +150,4 @@ def fmt_date(value: Any, with_time: bool = False) -> Markup:
 
 FILTERS = {"score": fmt_score, "delta": fmt_delta, "pct": fmt_pct, "usd": fmt_usd,
            "num": fmt_num, "interval": fmt_interval, "date": fmt_date, "label": safe_label,
-           "plural": fmt_plural, "encoder": fmt_encoder}
+           "plural": fmt_plural, "encoder": fmt_encoder, "hub_id": fmt_hub_id}

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from evaluator.files import format_time, try_parse_time
-from evaluator.records import STALE, VOID, Attempt, Result
+from evaluator.records import STALE, VOID, Attempt, Result, refunded_heads
 from evaluator.rules import Competition
 from evaluator.site.markup import miner_id
 from evaluator.site.state import LeaderboardState
@@ -89,11 +89,6 @@ def _entry(attempt: Attempt, results: list[Result], events: list[_Event],
     if latest is not None:
         return QueueEntry(attempt, latest.outcome, latest.evaluated_at, latest)
     return QueueEntry(attempt, "waiting", attempt.at)
-
-
-def refunded_heads(results: list[Result]) -> frozenset[str]:
-    """Heads whose evaluation was void: their attempts do not count against the rate limit."""
-    return frozenset(r.head_sha for r in results if r.outcome == VOID and r.head_sha is not None)
 
 
 def next_slots(attempts: list[Attempt], refunded: frozenset[str], rules: Competition,

@@ -1,5 +1,6 @@
 import hashlib
 import json
+import os
 import subprocess
 import sys
 
@@ -100,12 +101,39 @@ def test_comment_escapes_hostile_text(repo, make_submission, tmp_path):
     assert "(https://example.org/rules/)" in text
 
 
+def test_in_a_workflow_a_failing_gate_is_an_output_not_an_exit_code(pr_repo, tmp_path,
+                                                                    monkeypatch):
+    repo, changed = pr_repo
+    outputs = tmp_path / "outputs"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    (repo / "submissions/alice/1/receipt.json").write_text("{}")
+    assert bot(repo, changed, "--format", "github", "--exit-zero") == 0
+    assert outputs.read_text() == "passed=false\n"
+
+
+def test_odd_file_names_fail_gate_0_through_the_real_command(repo, make_submission, tmp_path):
+    folder = make_submission(repo, "alice", 1)
+    (folder / os.fsdecode(b"\xffREADME.md")).write_bytes(b"x")
+    comment = tmp_path / "comment.md"
+    run = subprocess.run([sys.executable, "-m", "evaluator", "gates", "--repo", str(repo),
+                          "--submission", "submissions/alice/1", "--author", "alice",
+                          "--comment", str(comment), "--format", "github"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "Traceback" not in run.stdout + run.stderr
+    assert "is not valid UTF-8" in run.stdout
+    assert "not valid UTF-8" in comment.read_text(encoding="utf-8").replace("\\", "")
+
+
 USAGE_ERRORS = [
     ("missing --author", ["gates", "--repo", ".", "--submission", "submissions/a/1"]),
     ("bad --now", ["gates", "--repo", ".", "--submission", "s", "--author", "a", "--now", "noon"]),
     ("hostile --author", ["gates", "--repo", ".", "--submission", "s", "--author", "$(id)"]),
     ("bad --head-sha", ["gates", "--repo", ".", "--submission", "s", "--author", "a",
                         "--head-sha", "`id`"]),
+    ("--push without --record-attempt", ["gates", "--repo", ".", "--submission", "s",
+                                         "--author", "a", "--push"]),
+    ("hostile --remote", ["gates", "--repo", ".", "--submission", "s", "--author", "a",
+                          "--record-attempt", "--push", "--remote", "-oProxy=x"]),
 ]
 
 

@@ -25,6 +25,7 @@ from evaluation_fakes import (
 )
 
 from evaluator import cli
+from evaluator.errors import LeaderboardError
 from evaluator.evaluate import evaluate_submission
 from evaluator.store import Store
 
@@ -242,3 +243,91 @@ def test_an_older_or_swapped_seal_is_refused_before_scoring(world, capsys, tampe
     assert code == 1 and len(err.strip().splitlines()) == 1
     assert "commitment" in err or "renamed or swapped" in err
     assert not (world["tmp"] / "r.json").exists()
+
+
+# ---------------------------------------------------------------- the evaluator's own re-check
+
+def never():
+    raise AssertionError("the hidden sets were opened for a head the re-check refuses")
+
+
+def record_gates(world, login, pr, head_sha, now):
+    """The gates bot's run on this head, recording its attempt (as the gates workflow does)."""
+    return tinyrouter(world, "gates", "--repo", world["repo"], "--submission",
+                      f"submissions/{login}/1", "--author", login, "--pr", pr, "--head-sha",
+                      head_sha, "--now", now, "--record-attempt")
+
+
+RECHECKS = [
+    # every gate that needs no secret runs again in the evaluator's checkout, scope included
+    ("an extra file in the folder", {}, lambda f: (f / "notes.txt").write_text("x"),
+     "gate 0 (scope): unexpected file(s) 'notes.txt'"),
+    ("the head also edits code", {"changes": "M\tevaluator/gates.py\n"}, None,
+     "gate 0 (scope): the PR modifies 'evaluator/gates.py'"),
+    ("the folder is not the PR author's", {"author": "bob"}, None,
+     "gate 0 (scope): the folder is for 'alice' but the PR author is 'bob'"),
+    ("a name with a trailing newline", {"changes": 'A\t"submissions/alice/1/README.md\\n"\n'},
+     None, "gate 0 (scope): the PR adds"),
+    ("a broken receipt", {}, lambda f: (f / "receipt.json").write_text("{}"), "gate 4 (receipt)"),
+]
+
+
+@pytest.mark.parametrize(("case", "given", "damage", "reason"), RECHECKS,
+                         ids=[row[0] for row in RECHECKS])
+def test_the_evaluator_rechecks_every_secret_free_gate(world, case, given, damage, reason):
+    from evaluator.gates import parse_changes
+
+    if damage:
+        damage(world["repo"] / "submissions/alice/1")
+    changes = parse_changes(given["changes"]) if "changes" in given else None
+    result = evaluate_submission(world["repo"], "submissions/alice/1", never, LinearRouter(),
+                                 FakePool(), RULES, pr=5, head_sha="d" * 40,
+                                 author=given.get("author"), changes=changes)
+    assert result.outcome == "rejected" and result.reason.startswith(reason), result.reason
+
+
+def test_evaluation_requires_a_recorded_gates_pass_for_the_exact_head(world, capsys):
+    with pytest.raises(LeaderboardError, match=r"no gates pass for PR 5 at d{40}"):
+        evaluate_submission(world["repo"], "submissions/alice/1", never, LinearRouter(),
+                            FakePool(), RULES, pr=5, head_sha="d" * 40, require_gates_pass=True)
+    assert record_gates(world, "alice", 5, "e" * 40, "2026-11-29T12:00:00Z") == 0
+    argv = ["evaluate", "--repo", world["repo"], "--submission", "submissions/alice/1",
+            "--benchmark-dir", world["sealed"], "--pr", 5, "--require-gates-pass",
+            "--out", world["tmp"] / "r.json"]
+    # another head of the same PR is not covered by that pass
+    assert tinyrouter(world, *argv, "--head-sha", "d" * 40) == 1
+    assert "no gates pass" in capsys.readouterr().err
+    assert not (world["tmp"] / "r.json").exists()
+    assert tinyrouter(world, *argv, "--head-sha", "e" * 40) == 0
+    assert json.loads((world["tmp"] / "r.json").read_text())["outcome"] == "king"
+
+
+def test_the_recheck_judges_the_rate_limit_when_the_head_was_gated(world, make_submission):
+    """A head evaluated again later (it was stale, or void) keeps the slot it was gated in,
+    though the miner's next head has taken the next one since."""
+    from datetime import timedelta
+
+    from evaluator.files import format_time, utc_now
+
+    gated = utc_now() - timedelta(hours=47)
+    assert record_gates(world, "alice", 5, "d" * 40, format_time(gated)) == 0
+    add_head(world["repo"], make_submission, "alice", {"c0": 1, "c1": 0}, generation=2)
+    assert tinyrouter(world, "gates", "--repo", world["repo"], "--submission",
+                      "submissions/alice/2", "--author", "alice", "--pr", 6, "--head-sha",
+                      "e" * 40, "--now", format_time(gated + timedelta(hours=25)),
+                      "--record-attempt") == 0
+    result = evaluate_submission(world["repo"], "submissions/alice/1", make_sets, LinearRouter(),
+                                 FakePool(), RULES, pr=5, head_sha="d" * 40,
+                                 require_gates_pass=True)
+    assert result.outcome == "king", result.reason
+    # a head of that PR that was never gated is judged now: the newer head's slot is taken
+    result = evaluate_submission(world["repo"], "submissions/alice/1", never, LinearRouter(),
+                                 FakePool(), RULES, pr=5, head_sha="f" * 40)
+    assert result.reason.startswith("gate 1 (rate limit)"), result.reason
+
+
+def test_require_gates_pass_needs_the_pr_and_head(world, capsys):
+    code = tinyrouter(world, "evaluate", "--repo", world["repo"], "--submission",
+                      "submissions/alice/1", "--benchmark-dir", world["sealed"],
+                      "--require-gates-pass", "--out", world["tmp"] / "r.json")
+    assert code == 2 and "--require-gates-pass needs --pr and --head-sha" in capsys.readouterr().err

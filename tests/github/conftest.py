@@ -1,5 +1,11 @@
 """Offline GitHub: a fake REST API on 127.0.0.1, a bare git remote, and a workflow replayer.
 
+The fake API serves pull requests, comments (with their authors), labels and dispatches
+from memory, and the git data a workflow reads (commits, trees, blobs, compare) from the
+bare remote, where a merge really lands on main. `script` makes it answer a matching call
+with an error first (a rate limit, "base branch was modified"); the `clock` fixture stands
+in for the client's sleeps, so waits of a minute take none.
+
 The replayer runs a job of a real workflow file step by step: `run:` lines call the same
 `tinyrouter` commands (in-process, or through bash to prove hostile text stays data), the
 `${{ }}` expressions in `env:`/`if:` are evaluated from the event, step outputs and job
@@ -8,6 +14,7 @@ outputs, and the few actions used are simulated (checkout = the clone already ma
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -16,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -29,15 +37,22 @@ from evaluator import cli
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO_ROOT / ".github" / "workflows"
 REPOSITORY = "tinyrouter/tinyrouter"
+BOT_LOGIN = "github-actions[bot]"
+GIT_STATUSES = {"A": "added", "M": "modified", "D": "removed", "T": "changed"}
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+                "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
 
 
 # ---------------------------------------------------------------- fake REST API
 
 @dataclass
 class FakeGitHub:
-    """What GitHub would hold and see; `fail` queues (status, headers) answers to give first."""
+    """What GitHub would hold and see. `fail` queues (status, headers) answers to give the
+    next calls, whatever they are; `script` queues them for calls matching a route."""
 
     url: str = ""
+    git_dir: Path | None = None  # the bare remote the git data comes from, merges go to
+    identity: str = BOT_LOGIN  # who the workflow token is
     pulls: dict[int, dict] = field(default_factory=dict)
     files: dict[int, list[dict]] = field(default_factory=dict)
     comments: dict[int, list[dict]] = field(default_factory=dict)
@@ -46,6 +61,14 @@ class FakeGitHub:
     dispatches: list[dict] = field(default_factory=list)
     calls: list[tuple[str, str]] = field(default_factory=list)
     fail: list[tuple[int, dict]] = field(default_factory=list)
+    scripted: list[tuple[str, int, dict, str]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def script(self, route: str, status: int, message: str = "try again",
+               headers: dict | None = None, times: int = 1) -> None:
+        """Answer the next `times` calls whose "METHOD /path" fully matches `route` with an
+        error (the path without /repos/owner/name)."""
+        self.scripted += [(route, status, headers or {}, message)] * times
 
     def add_pull(self, number: int, author: str, head_sha: str, paths: list[str], **extra) -> None:
         self.pulls[number] = {"number": number, "user": {"login": author}, "state": "open",
@@ -58,20 +81,37 @@ class FakeGitHub:
     def comment_bodies(self, number: int) -> list[str]:
         return [c["body"] for c in self.comments.get(number, [])]
 
+    def add_comment(self, number: int, body: str, login: str) -> None:
+        """A comment someone else wrote (a stranger, a maintainer)."""
+        self._comment(number, {"body": body}, login)
+
     def handle(self, method: str, path: str, query: dict, body: dict | None) -> tuple[int, object]:
+        with self.lock:  # one call at a time, as the git remote is one repository
+            return self._handle(method, path, query, body)
+
+    def _handle(self, method: str, path: str, query: dict, body: dict | None) -> tuple[int, object]:
         self.calls.append((method, path))
         if self.fail:
             status, headers = self.fail.pop(0)
             return status, {"message": "try again", "_headers": headers}
-        route = path.removeprefix(f"/repos/{REPOSITORY}")
+        route = f"{method} {path.removeprefix(f'/repos/{REPOSITORY}')}"
+        for index, (pattern, status, headers, message) in enumerate(self.scripted):
+            if re.fullmatch(pattern, route):
+                del self.scripted[index]
+                return status, {"message": message, "_headers": headers}
         for pattern, handler in self.routes():
-            match = re.fullmatch(pattern, f"{method} {route}")
+            match = re.fullmatch(pattern, route)
             if match:
                 return handler(*match.groups(), query=query, body=body)
-        return 404, {"message": f"no route {method} {route}"}
+        return 404, {"message": f"no route {route}"}
 
     def routes(self):
         return (
+            (r"POST /graphql", lambda **_: (200, {"data": {"viewer": {"login": self.identity}}})),
+            (r"GET /git/commits/([0-9a-f]+)", lambda sha, **_: self._commit(sha)),
+            (r"GET /git/trees/([0-9a-f]+)", lambda sha, **_: self._tree(sha)),
+            (r"GET /git/blobs/([0-9a-f]+)", lambda sha, **_: self._blob(sha)),
+            (r"GET /compare/([\w.-]+)\.\.\.([0-9a-f]+)", lambda b, h, **_: self._compare(b, h)),
             (r"GET /pulls/(\d+)", lambda n, **_: self._pull(int(n))),
             (r"PATCH /pulls/(\d+)", lambda n, body, **_: self._patch_pull(int(n), body)),
             (r"GET /pulls/(\d+)/files", lambda n, query, **_: self._page(self.files[int(n)], query)),
@@ -100,16 +140,74 @@ class FakeGitHub:
         return 200, items[(page - 1) * per_page: page * per_page]
 
     def _merge(self, n: int, body: dict):
+        if self.pulls[n]["state"] != "open":
+            return 405, {"message": "Pull Request is not mergeable"}
         if body.get("sha") != self.pulls[n]["head"]["sha"]:
             return 409, {"message": "Head branch was modified. Review and try the merge again."}
+        if self.git_dir is not None:
+            self._merge_into_main(n, body["sha"])
         self.merges.append((n, body["sha"]))
         self.pulls[n].update(state="closed", merged=True)
         return 200, {"merged": True}
 
-    def _comment(self, n: int, body: dict):
+    def _comment(self, n: int, body: dict, login: str | None = None):
         comment_id = 1000 + sum(len(c) for c in self.comments.values())
-        self.comments[n].append({"id": comment_id, "body": body["body"]})
+        self.comments[n].append({"id": comment_id, "body": body["body"],
+                                 "user": {"login": login or self.identity}})
         return 201, {"id": comment_id}
+
+    # -------------------------------------------------------- git data, from the bare remote
+
+    def _git(self, *args: str) -> bytes:
+        return subprocess.run(["git", "-C", str(self.git_dir), *args], check=True,
+                              capture_output=True, env={**os.environ, **GIT_IDENTITY}).stdout
+
+    def _kind(self, sha: str) -> str | None:
+        found = subprocess.run(["git", "-C", str(self.git_dir), "cat-file", "-t", sha],
+                               capture_output=True, text=True)
+        return found.stdout.strip() if found.returncode == 0 else None
+
+    def _commit(self, sha: str):
+        if self._kind(sha) != "commit":
+            return 404, {"message": "Not Found"}
+        tree = self._git("rev-parse", f"{sha}^{{tree}}").decode().strip()
+        return 200, {"sha": sha, "tree": {"sha": tree}}
+
+    def _tree(self, sha: str):
+        if self._kind(sha) != "tree":
+            return 404, {"message": "Not Found"}
+        entries = []
+        for record in filter(None, self._git("ls-tree", "-z", "--long", sha).split(b"\0")):
+            meta, name = record.split(b"\t", 1)
+            mode, kind, oid, size = meta.decode().split()
+            entries.append({"path": name.decode("utf-8", "surrogateescape"), "mode": mode,
+                            "type": kind, "sha": oid,
+                            **({"size": int(size)} if kind == "blob" else {})})
+        return 200, {"sha": sha, "tree": entries, "truncated": False}
+
+    def _blob(self, sha: str):
+        if self._kind(sha) != "blob":
+            return 404, {"message": "Not Found"}
+        content = self._git("cat-file", "blob", sha)
+        return 200, {"sha": sha, "size": len(content), "encoding": "base64",
+                     "content": base64.encodebytes(content).decode()}
+
+    def _compare(self, base: str, head: str):
+        if self._kind(head) != "commit":
+            return 404, {"message": "Not Found"}
+        since = self._git("merge-base", f"refs/heads/{base}", head).decode().strip()
+        fields = self._git("diff", "--name-status", "-z", "--no-renames", since, head).split(b"\0")
+        files = [{"status": GIT_STATUSES.get(status.decode()[:1], "modified"),
+                  "filename": path.decode("utf-8", "surrogateescape")}
+                 for status, path in zip(fields[0::2], fields[1::2], strict=False) if path]
+        return 200, {"files": files}
+
+    def _merge_into_main(self, n: int, sha: str) -> None:
+        main = self._git("rev-parse", "refs/heads/main").decode().strip()
+        tree = self._git("merge-tree", "--write-tree", main, sha).decode().split()[0]
+        merged = self._git("commit-tree", tree, "-p", main, "-p", sha, "-m",
+                           f"Merge pull request #{n}").decode().strip()
+        self._git("update-ref", "refs/heads/main", merged, main)
 
     def _edit(self, comment_id: int, body: dict):
         for comments in self.comments.values():
@@ -156,8 +254,29 @@ def _handler_for(fake: FakeGitHub):
     return Handler
 
 
+class FakeClock:
+    """Stands in for the `time` module in evaluator.github: sleeps are recorded, not slept."""
+
+    def __init__(self) -> None:
+        self.now, self.sleeps = time.time(), []
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
 @pytest.fixture
-def fake_github(monkeypatch):
+def clock(monkeypatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr("evaluator.github.time", fake)
+    return fake
+
+
+@pytest.fixture
+def fake_github(monkeypatch, clock):
     fake = FakeGitHub()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(fake))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
@@ -166,7 +285,7 @@ def fake_github(monkeypatch):
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"
     monkeypatch.setenv("GITHUB_API_URL", fake.url)
     monkeypatch.setenv("GITHUB_REPOSITORY", REPOSITORY)
-    monkeypatch.setattr("evaluator.github.BACKOFF_S", 0.0)
+    monkeypatch.delenv("GITHUB_GRAPHQL_URL", raising=False)
     yield fake
     server.shutdown()
     server.server_close()
@@ -175,8 +294,7 @@ def fake_github(monkeypatch):
 # ---------------------------------------------------------------- git remote and PR heads
 
 def git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    env = {**os.environ, **GIT_IDENTITY}
     env.pop("GITHUB_TOKEN", None)
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
                           text=True).stdout.strip()
@@ -203,6 +321,11 @@ class Remote:
         """Commit `files` on a branch off main (a Path value = a symlink to it); returns its SHA."""
         git(self.scratch, "fetch", "--quiet", "origin", "main")
         git(self.scratch, "checkout", "--quiet", "-B", f"pr{number}", "FETCH_HEAD")
+        return self.push_to_pr(number, files)
+
+    def push_to_pr(self, number: int, files: dict[str, bytes | Path]) -> str:
+        """Another commit on the PR's branch (a miner pushing again); returns its SHA."""
+        git(self.scratch, "checkout", "--quiet", f"pr{number}")
         for rel, content in files.items():
             dest = self.scratch / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -220,7 +343,6 @@ class Remote:
 def remote(tmp_path) -> Remote:
     bare, scratch = tmp_path / "remote.git", tmp_path / "scratch"
     git(tmp_path, "init", "--quiet", "--bare", "--initial-branch=main", str(bare))
-    git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")  # as github.com serves PR heads
     git(tmp_path, "init", "--quiet", "--initial-branch=main", str(scratch))
     for folder in ("submissions", "leaderboard"):
         (scratch / folder).mkdir()

@@ -1,22 +1,29 @@
 """End to end, offline: fixture events replayed through the workflows' own steps.
 
 Asserts what GitHub would see (comments, labels, merges, closes, dispatches) and what lands
-on the remote (the attempt, the leaderboard commit), including hostile pull requests.
+on the remote (the attempts, the leaderboard commits, merged folders), including hostile pull
+requests, racing jobs, crashes between steps and GitHub's rate limits.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from evaluator.cli import main
+from evaluator.commands.gh import RECORD_STEPS
+from evaluator.errors import GitHubError
 from evaluator.rules import OFFICIAL
+from evaluator.store import Store
 
-KING_SHA, LOST_SHA = "a" * 40, "b" * 40
 EVENTS = Path(__file__).with_name("events")
+STRANGER = "mallory"
 
 
 class World:
@@ -24,17 +31,32 @@ class World:
 
     def __init__(self, fake, remote, make_submission, replayer, tmp: Path) -> None:
         self.fake, self.remote, self.tmp = fake, remote, tmp
+        fake.git_dir = remote.bare
         self.make_submission, self.replayer = make_submission, replayer
         self.counter = itertools.count()
 
     def files(self, login: str, generation: int = 1, seed: int = 0) -> dict[str, bytes | Path]:
-        folder = self.make_submission(self.tmp / f"src-{login}-{seed}", login, generation, seed=seed)
+        folder = self.make_submission(self.tmp / f"src-{login}-{seed}-{next(self.counter)}",
+                                      login, generation, seed=seed)
         return {f"submissions/{login}/{generation}/{p.name}": p.read_bytes()
                 for p in sorted(folder.iterdir())}
 
     def open_pr(self, number: int, author: str, files: dict, **extra) -> str:
         sha = self.remote.open_pr(number, files)
         self.fake.add_pull(number, author, sha, sorted(files), **extra)
+        return sha
+
+    def push(self, number: int, files: dict) -> str:
+        """The author pushes again: a new head on the same PR."""
+        sha = self.remote.push_to_pr(number, files)
+        self.fake.pulls[number]["head"]["sha"] = sha
+        return sha
+
+    def submit(self, number: int, login: str, seed: int = 0) -> str:
+        """A PR that passes the gates (its attempt recorded on main); its head SHA."""
+        sha = self.open_pr(number, login, self.files(login, seed=seed))
+        run, runner = self.gates(number, sha)
+        assert passed(runner) == "true", run.log
         return sha
 
     def run(self, workflow: str, job: str, event: dict, bash: bool = False, **kwargs):
@@ -55,12 +77,50 @@ class World:
         pull["head"]["ref"] = branch or pull["head"]["ref"]
         return self.run("gates.yml", "gates", event, bash=bash)
 
-    def record(self, number: int, sha: str, record: dict):
+    def prepare(self, number: int, sha: str = ""):
+        return self.run("evaluate.yml", "prepare", dispatch_event(number, sha))
+
+    def record(self, number: int, sha: str, record: dict, base: str | None = None):
+        """The record job, for an evaluation that ran on main at `base` (default: now)."""
         artifact = self.tmp / f"result-{number}-{next(self.counter)}.json"
         artifact.write_text(json.dumps(record))
         return self.run("evaluate.yml", "record", dispatch_event(number),
-                        needs={"prepare": {"outputs": {"pr": str(number), "head_sha": sha}}},
+                        needs={"prepare": {"outputs": {"pr": str(number), "head_sha": sha}},
+                               "evaluate": {"outputs": {"base_sha": base or
+                                                        self.remote.main_sha()}}},
                         artifacts={"evaluation-result": artifact})
+
+    # -------------------------------------------------------- what the remote holds
+
+    def show(self, path: str) -> str | None:
+        """A file or folder listing of leaderboard/ on main, or None where there is none."""
+        try:
+            return self.remote.show(f"leaderboard/{path}")
+        except subprocess.CalledProcessError:
+            return None
+
+    def board(self, path: str):
+        text = self.show(path)
+        if text is None:
+            return None
+        return [json.loads(x) for x in text.splitlines()] if path.endswith(".jsonl") else \
+            json.loads(text)
+
+    def king(self) -> str | None:
+        return ((self.board("king.json") or {}).get("king") or {}).get("miner")
+
+    def results(self, miner: str) -> list[str]:
+        listing = self.show(f"results/{miner}") or ""
+        return sorted(n for n in listing.splitlines() if n.endswith(".json"))
+
+    def state(self) -> dict:
+        """Everything a crash and a re-run must leave as a clean run does."""
+        files = sorted((self.show("") or "").splitlines())
+        return {"leaderboard": {f: self.show(f) for f in files if f.endswith((".json", ".jsonl"))},
+                "results": {m: self.results(m) for m in ("alice", "bob")},
+                "merges": list(self.fake.merges), "dispatches": list(self.fake.dispatches),
+                "pulls": {n: p["state"] for n, p in self.fake.pulls.items()},
+                "comments": {n: len(c) for n, c in self.fake.comments.items()}}
 
 
 def load_event(name: str) -> dict:
@@ -73,6 +133,27 @@ def dispatch_event(number: int, head_sha: str = "") -> dict:
     return event
 
 
+def passed(runner) -> str:
+    """The gates step's verdict: "true", "false", or "" when the gates could not run."""
+    return runner.steps.get("gates", {}).get("outputs", {}).get("passed", "")
+
+
+def interleave(monkeypatch, during) -> None:
+    """The first time this job pushes, `during()` (another job) runs first and pushes before it,
+    as when two jobs finish at once."""
+    import evaluator.github
+
+    real, started = evaluator.github._push, []
+
+    def push(repo, remote, branch):
+        if not started:
+            started.append(True)
+            during()
+        return real(repo, remote, branch)
+
+    monkeypatch.setattr("evaluator.github._push", push)
+
+
 @pytest.fixture
 def world(fake_github, remote, make_submission, replayer, tmp_path) -> World:
     return World(fake_github, remote, make_submission, replayer, tmp_path)
@@ -82,39 +163,48 @@ def world(fake_github, remote, make_submission, replayer, tmp_path) -> World:
 
 def test_passing_submission_is_commented_labelled_recorded_and_sent_to_evaluation(world):
     sha = world.open_pr(7, "alice", world.files("alice"))
-    run, _ = world.gates(7, sha)
+    run, runner = world.gates(7, sha)
 
-    assert run.outcomes["gates"] == "success", run.log
+    assert run.outcomes["gates"] == "success" and passed(runner) == "true", run.log
     [body] = world.fake.comment_bodies(7)
     assert body.startswith("<!-- tinyrouter:gates -->") and "Gates passed" in body
     assert world.fake.labels[7] == {"gates-passed"}
     assert world.fake.pulls[7]["state"] == "open"
     assert world.fake.dispatches == [{"workflow": "evaluate.yml", "ref": "main",
                                        "inputs": {"pr": "7", "head_sha": sha}}]
-    [attempt] = [json.loads(x) for x in world.remote.show("leaderboard/attempts.jsonl").splitlines()]
+    [attempt] = world.board("attempts.jsonl")
     assert (attempt["miner"], attempt["generation"], attempt["pr"], attempt["head_sha"]) == \
         ("alice", 1, 7, sha)
     assert "submissions/alice" not in world.remote.show("submissions")  # data only, never pushed
 
 
-def test_a_re_run_updates_the_one_comment_and_records_no_second_attempt(world):
-    sha = world.open_pr(7, "alice", world.files("alice"))
-    world.gates(7, sha)
+def test_a_re_run_of_the_same_head_updates_the_one_comment_and_is_free(world):
+    sha = world.submit(7, "alice")
     main_after_first = world.remote.main_sha()
-    run, _ = world.gates(7, sha)
+    run, runner = world.gates(7, sha)
 
-    assert run.outcomes["gates"] == "success", run.log
+    assert passed(runner) == "true", run.log
     assert len(world.fake.comment_bodies(7)) == 1
     assert world.remote.main_sha() == main_after_first
-    assert len(world.remote.show("leaderboard/attempts.jsonl").splitlines()) == 1
+    assert len(world.board("attempts.jsonl")) == 1
+
+
+def test_a_new_head_on_the_same_pr_is_a_new_attempt_under_the_rate_limit(world):
+    world.submit(7, "alice")
+    newer = world.push(7, world.files("alice", seed=3))
+    run, runner = world.gates(7, newer)
+
+    assert passed(runner) == "false", run.log
+    assert "next slot opens at" in world.fake.comment_bodies(7)[0]
+    assert world.fake.pulls[7]["state"] == "closed"
+    assert [a["head_sha"] for a in world.board("attempts.jsonl")] != [newer]
 
 
 def test_failing_submission_is_labelled_and_closed_with_the_reason(world):
-    files = world.files("alice")
-    sha = world.open_pr(8, "bob", files)  # bob submits under alice's login
-    run, _ = world.gates(8, sha)
+    sha = world.open_pr(8, "bob", world.files("alice"))  # bob submits under alice's login
+    run, runner = world.gates(8, sha)
 
-    assert run.outcomes["gates"] == "failure"
+    assert run.outcomes["gates"] == "success" and passed(runner) == "false", run.log
     [body] = world.fake.comment_bodies(8)
     assert "PR author" in body and "bob" in body
     assert world.fake.labels[8] == {"gates-failed"}
@@ -132,19 +222,65 @@ def test_a_moved_head_stops_the_run_before_any_write(world):
     assert world.fake.pulls[9]["state"] == "open"
 
 
+def test_a_strangers_marker_comment_is_never_taken_for_the_bots(world):
+    sha = world.open_pr(7, "alice", world.files("alice"))
+    forged = "<!-- tinyrouter:gates -->\n### ✅ Gates passed"
+    world.fake.add_comment(7, forged, STRANGER)
+    world.gates(7, sha)
+    world.gates(7, sha)  # a re-run edits the bot's own comment, again not the stranger's
+
+    stranger, bot = world.fake.comments[7]
+    assert (stranger["user"]["login"], stranger["body"]) == (STRANGER, forged)
+    assert bot["user"]["login"] == "github-actions[bot]" and "Gates passed" in bot["body"]
+    assert ("POST", "/graphql") in world.fake.calls  # the identity is asked, not assumed
+
+
+# ---------------------------------------------------------------- racing jobs
+
+def test_racing_prs_of_one_miner_get_one_slot(world, monkeypatch):
+    first = world.open_pr(7, "alice", world.files("alice", seed=1))
+    second = world.open_pr(8, "alice", world.files("alice", seed=2))
+    interleave(monkeypatch, lambda: world.gates(8, second))
+    run, runner = world.gates(7, first)  # PR 8's run pushed its attempt while this one ran
+
+    assert passed(runner) == "false", run.log
+    assert [a["pr"] for a in world.board("attempts.jsonl")] == [8]
+    assert world.fake.labels == {7: {"gates-failed"}, 8: {"gates-passed"}}
+    assert world.fake.pulls[7]["state"] == "closed"
+    assert [d["inputs"]["pr"] for d in world.fake.dispatches] == ["8"]
+
+
+def test_racing_prs_of_two_miners_both_keep_their_attempts(world, monkeypatch):
+    first = world.open_pr(7, "alice", world.files("alice", seed=1))
+    second = world.open_pr(8, "bob", world.files("bob", seed=2))
+    interleave(monkeypatch, lambda: world.gates(8, second))
+    run, runner = world.gates(7, first)
+
+    assert passed(runner) == "true", run.log
+    assert sorted(a["pr"] for a in world.board("attempts.jsonl")) == [7, 8]  # no line lost
+
+
+def test_a_copy_racing_its_original_is_caught(world, monkeypatch):
+    original = world.open_pr(7, "alice", world.files("alice", seed=1))
+    copied = world.open_pr(8, "bob", world.files("bob", seed=1))  # the same weights
+    interleave(monkeypatch, lambda: world.gates(7, original))
+    run, runner = world.gates(8, copied)  # re-run on main's newest state: the original is there
+
+    assert passed(runner) == "false", run.log
+    assert "Gate 3 (duplicate) failed" in world.fake.comment_bodies(8)[0]
+
+
 # ---------------------------------------------------------------- hostile pull requests
 
 @pytest.mark.slow
 def test_hostile_title_and_branch_stay_data_through_bash(world, tmp_path):
     canary = tmp_path / "pwned"
     hostile = f"$(touch {canary}) `touch {canary}`"
-    sha = world.open_pr(10, "alice",
-                  world.files("alice"), title=hostile)
+    sha = world.open_pr(10, "alice", world.files("alice"), title=hostile)
     world.fake.pulls[10]["head"]["ref"] = hostile
-    run, _ = world.gates(10, sha, bash=True, title=hostile,
-                          branch=hostile)
+    run, runner = world.gates(10, sha, bash=True, title=hostile, branch=hostile)
 
-    assert run.outcomes["gates"] == "success", run.log
+    assert passed(runner) == "true", run.log
     assert not canary.exists()
     assert world.fake.labels[10] == {"gates-passed"}
 
@@ -166,111 +302,378 @@ def test_fork_submission_with_a_symlink_is_refused_and_never_followed(world, tmp
     files["submissions/mallory/1/weights.safetensors"] = secret  # a link, not the weights
     sha = world.open_pr(12, "mallory", files)
     run, runner = world.gates(12, sha)
-    workspace = runner.workspace
 
-    copied = workspace / "submissions/mallory/1/weights.safetensors"
+    copied = runner.workspace / "submissions/mallory/1/weights.safetensors"
     assert copied.is_symlink() and Path(copied.readlink()) == Path("/dev/null")
-    assert run.outcomes["gates"] == "failure"
+    assert passed(runner) == "false", run.log
     [body] = world.fake.comment_bodies(12)
     assert "regular file" in body and "runner secret" not in body
     assert world.fake.pulls[12]["state"] == "closed"
     assert world.fake.labels[12] == {"gates-failed"}
 
 
-def test_paths_outside_the_folder_are_reported_not_copied(world):
+def test_paths_outside_the_folder_are_reported_and_never_read(world):
     files = world.files("alice")
     files[".github/workflows/evil.yml"] = b"on: push\n"
     files["submissions/$(id)/1/x"] = b"x"
+    files["data/huge.bin"] = os.urandom(2 << 20)  # stands in for a 1 GB blob elsewhere
     sha = world.open_pr(13, "alice", files)
     run, runner = world.gates(13, sha)
-    workspace = runner.workspace
 
-    assert run.outcomes["gates"] == "failure"
-    assert not (workspace / ".github/workflows/evil.yml").exists()
-    assert not (workspace / "submissions/$(id)").exists()
+    assert passed(runner) == "false", run.log
+    assert not (runner.workspace / ".github/workflows/evil.yml").exists()
+    assert not (runner.workspace / "submissions/$(id)").exists()
     assert "outside" in world.fake.comment_bodies(13)[0]
+    blobs = [path for method, path in world.fake.calls if "/git/blobs/" in path]
+    assert len(blobs) == 3  # the folder's three files, nothing else in the PR
 
 
-# ---------------------------------------------------------------- evaluate.yml
+ODD_NAMES = [
+    # the name a PR adds → what the gates comment says; nothing crashes, the PR is closed
+    ("non-UTF-8 file name", "submissions/alice/1/" + os.fsdecode(b"\xff\xfe.md"),
+     "is not valid UTF-8"),
+    ("folder named 1 and a newline", "submissions/alice/1\n/README.md", "U+000A"),
+    ("file name with an escape sequence", "submissions/alice/1/README\x1b[2J.md", "U+001B"),
+    ("look-alike file name", "submissions/alice/1/RE\u0410DME.md", "not ASCII"),
+    ("workflow command in a file name", "submissions/alice/1/x\n::add-mask::y", "U+000A"),
+]
+
+
+@pytest.mark.parametrize(("case", "path", "reason"), ODD_NAMES, ids=[r[0] for r in ODD_NAMES])
+def test_odd_names_fail_gate_0_with_a_reason(world, case, path, reason):
+    files = {**world.files("alice"), path: b"x"}
+    sha = world.open_pr(14, "alice", files)
+    run, runner = world.gates(14, sha)
+
+    assert run.outcomes["changes"] == run.outcomes["fetch"] == "success", run.log  # no crash
+    assert passed(runner) == "false", run.log
+    [body] = world.fake.comment_bodies(14)
+    assert "Gate 0 (scope) failed" in body and reason in body.replace("\\", "")  # unescaped
+    assert world.fake.labels[14] == {"gates-failed"}
+    assert world.fake.pulls[14]["state"] == "closed"
+    assert world.board("attempts.jsonl") is None  # a scope failure takes no slot
+
+
+def test_workflow_commands_in_a_receipt_stay_log_text(world, capsys):
+    files = world.files("alice")
+    receipt = "submissions/alice/1/receipt.json"
+    data = json.loads(files[receipt])
+    data["benchmarks"] = ["mmlu", "x\n::add-mask::hunter2", "##[error]forged", "::notice::y"]
+    files[receipt] = json.dumps(data).encode()
+    sha = world.open_pr(15, "alice", files)
+    capsys.readouterr()
+    run, runner = world.gates(15, sha)
+
+    assert passed(runner) == "false", run.log
+    out = capsys.readouterr()
+    printed = (out.out + out.err).splitlines()
+    assert "::error title=Gate 4 (receipt)::" in out.out
+    for line in printed:  # the runner trims leading space, then reads `::name…` or `##[name…`
+        assert not line.lstrip().startswith("##["), line
+        if line.lstrip().startswith("::"):  # only ours: a stop, its resume token, the error
+            name = re.match(r"::([^ :]*)", line.lstrip()).group(1)
+            assert name in ("stop-commands", "error") or re.fullmatch(r"[0-9a-f]{32}", name), line
+
+
+# ---------------------------------------------------------------- GitHub's rate limits
+
+def test_a_secondary_rate_limit_waits_a_minute_then_doubles(world, clock):
+    sha = world.open_pr(7, "alice", world.files("alice"))
+    world.fake.script(r"POST /issues/\d+/comments", 403, "You have exceeded a secondary rate "
+                      "limit. Please wait a few minutes before you try again.", times=2)
+    run, _ = world.gates(7, sha)
+
+    assert run.outcomes["comment"] == "success", run.log
+    assert len(world.fake.comment_bodies(7)) == 1
+    assert [s for s in clock.sleeps if s >= 60] == [60.0, 120.0]
+
+
+def test_a_primary_rate_limit_waits_until_its_reset(world, clock):
+    sha = world.open_pr(7, "alice", world.files("alice"))
+    reset = int(clock.now) + 90
+    world.fake.script(r"GET /pulls/7", 403, "API rate limit exceeded",
+                      {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)})
+    run, runner = world.gates(7, sha)
+
+    assert passed(runner) == "true", run.log
+    assert clock.sleeps[0] == pytest.approx(91, abs=1)
+
+
+def test_a_rate_limit_beyond_the_budget_fails_the_step_clearly(world, clock):
+    sha = world.open_pr(7, "alice", world.files("alice"))
+    world.fake.script(r"GET /pulls/7", 429, "slow down", {"retry-after": "3600"})
+    run, _ = world.gates(7, sha)
+
+    assert run.outcomes["pr"] == "failure" and clock.sleeps == []
+    assert world.fake.comment_bodies(7) == []
+
+
+def test_a_crash_after_the_attempt_is_pushed_is_finished_by_a_re_run(world):
+    sha = world.open_pr(7, "alice", world.files("alice"))
+    world.fake.script(r"GET /issues/7/comments", 500, "boom", times=5)  # the comment step dies
+    run, _ = world.gates(7, sha)
+    assert run.outcomes["comment"] == "failure" and world.fake.dispatches == []
+
+    run, runner = world.gates(7, sha)
+    assert passed(runner) == "true", run.log
+    assert len(world.board("attempts.jsonl")) == 1
+    assert len(world.fake.comment_bodies(7)) == 1 and len(world.fake.dispatches) == 1
+
+
+# ---------------------------------------------------------------- evaluate.yml: prepare
 
 def components(score: float) -> dict:
     return {"cached_acc": 0.8, "audit_acc": 0.78, "live_acc": 0.7, "avg_turns": 2.0,
             "efficiency": 0.525, "novelty": 0.5, "overfit_penalty": 1.0, "score": score}
 
 
-def result_record(outcome: str, miner: str, pr: int, sha: str, king: float | None) -> dict:
-    base = {"format": 1, "miner": miner, "generation": 1, "pr": pr, "head_sha": sha,
-            "evaluated_at": "2026-11-20T12:00:00Z", "outcome": outcome,
-            "benchmark_manifest": "f" * 64, "partition_commitment": "e" * 64}
-    if outcome == "lost":
-        return {**base, "composite": 0.5, "delta": round(0.5 - king, 2), "ci95": [-0.2, -0.01]}
-    return {**base, "composite": 0.6, "king_composite": king, "delta": None, "ci95": None,
-            "reason": None, "per_benchmark": {b: components(0.6) for b in OFFICIAL.benchmarks},
+def crown(miner: str, pr: int, sha: str, king: float | None = None, composite: float = 0.6,
+          at: str = "2026-11-20T12:00:00Z") -> dict:
+    return {"format": 1, "miner": miner, "generation": 1, "pr": pr, "head_sha": sha,
+            "evaluated_at": at, "outcome": "king", "benchmark_manifest": "f" * 64,
+            "partition_commitment": "e" * 64, "composite": composite, "king_composite": king,
+            "delta": None if king is None else composite - king,
+            "ci95": None if king is None else [0.01, 0.05], "reason": None,
+            "per_benchmark": {b: components(composite) for b in OFFICIAL.benchmarks},
             "live_cost_usd": 0.41, "router_card": None}
 
 
-def test_prepare_pins_the_gated_head(world):
-    sha = world.open_pr(20, "alice", world.files("alice"))
-    world.fake.labels[20] = {"gates-passed"}
-    run, _ = world.run("evaluate.yml", "prepare", dispatch_event(20, sha))
+def loss(miner: str, pr: int, sha: str, at: str = "2026-11-20T12:00:00Z") -> dict:
+    return {"format": 1, "miner": miner, "generation": 1, "pr": pr, "head_sha": sha,
+            "evaluated_at": at, "outcome": "lost", "benchmark_manifest": "f" * 64,
+            "partition_commitment": "e" * 64, "composite": 0.5, "delta": -0.1,
+            "ci95": [-0.2, -0.01]}
 
-    assert run.outputs == {"pr": "20", "head_sha": sha, "submission": "submissions/alice/1"}
+
+def test_prepare_pins_a_head_whose_gates_pass_is_recorded(world):
+    sha = world.submit(20, "alice")
+    run, _ = world.prepare(20, sha)
+
+    assert run.outputs == {"pr": "20", "author": "alice", "head_sha": sha,
+                           "submission": "submissions/alice/1"}
 
 
-def test_prepare_refuses_a_pr_whose_gates_have_not_passed(world):
-    world.open_pr(21, "alice", world.files("alice"))
-    run, _ = world.run("evaluate.yml", "prepare", dispatch_event(21))
+def test_prepare_refuses_a_head_the_gates_never_passed_whatever_its_label_says(world):
+    world.submit(21, "alice")
+    newer = world.push(21, world.files("alice", seed=4))  # pushed after the gates ran
+    assert world.fake.labels[21] == {"gates-passed"}  # the label survives the push
+    run, _ = world.prepare(21)
 
     assert run.outcomes["pr"] == "failure" and run.outputs["head_sha"] == ""
+    assert newer not in json.dumps(world.board("attempts.jsonl"))
 
 
-def test_new_king_is_committed_merged_at_the_head_and_the_site_rebuilt(world):
-    sha = KING_SHA
-    world.fake.add_pull(30, "alice", sha, ["submissions/alice/1/receipt.json"])
-    run, runner = world.record(30, sha,
-                                result_record("king", "alice", 30, sha, None))
+def test_prepare_refuses_a_head_already_decided(world):
+    sha = world.submit(22, "alice")
+    world.record(22, sha, crown("alice", 22, sha))
+    run, _ = world.prepare(22, sha)
+
+    assert run.outcomes["pr"] == "failure"
+
+
+# ---------------------------------------------------------------- evaluate.yml: record
+
+def test_new_king_is_merged_at_the_head_then_recorded_and_the_site_rebuilt(world):
+    sha = world.submit(30, "alice")
+    run, runner = world.record(30, sha, crown("alice", 30, sha))
 
     assert all(v == "success" for v in run.outcomes.values()), run.log
-    king = json.loads(world.remote.show("leaderboard/king.json"))["king"]
-    assert (king["miner"], king["pr"], king["head_sha"]) == ("alice", 30, sha)
-    assert json.loads(world.remote.show("leaderboard/results/alice/1.json"))["outcome"] == "king"
     assert world.fake.merges == [(30, sha)]
-    [body] = world.fake.comment_bodies(30)
+    assert "weights.safetensors" in world.remote.show("submissions/alice/1")  # on main
+    king = world.board("king.json")["king"]
+    assert (king["miner"], king["pr"], king["head_sha"]) == ("alice", 30, sha)
+    assert world.board("results/alice/1.json")["outcome"] == "king"
+    _, body = world.fake.comment_bodies(30)  # the gates comment, then the evaluation
     assert body.startswith("<!-- tinyrouter:evaluation -->") and "new king" in body
-    assert world.fake.dispatches == [{"workflow": "pages.yml", "ref": "main", "inputs": {}}]
+    assert world.fake.dispatches[-1] == {"workflow": "pages.yml", "ref": "main", "inputs": {}}
     assert "alice" in (runner.tmp / "summary.md").read_text()
 
 
-def test_loss_is_committed_and_the_pr_closed_without_merge(world):
-    king_sha, lost_sha = KING_SHA, LOST_SHA
-    world.fake.add_pull(30, "alice", king_sha, [])
-    world.fake.add_pull(31, "bob", lost_sha, [])
-    world.record(30, king_sha, result_record("king", "alice", 30, king_sha, None))
-    run, _ = world.record(31, lost_sha,
-                           result_record("lost", "bob", 31, lost_sha, 0.6))
+def test_loss_is_recorded_and_the_pr_closed_without_merge(world):
+    king_sha = world.submit(30, "alice", seed=1)
+    world.record(30, king_sha, crown("alice", 30, king_sha))
+    lost_sha = world.submit(31, "bob", seed=2)
+    run, _ = world.record(31, lost_sha, loss("bob", 31, lost_sha))
 
     assert all(v == "success" for v in run.outcomes.values()), run.log
-    assert json.loads(world.remote.show("leaderboard/results/bob/1.json"))["outcome"] == "lost"
-    assert json.loads(world.remote.show("leaderboard/king.json"))["king"]["miner"] == "alice"
+    assert world.board("results/bob/1.json")["outcome"] == "lost"
+    assert world.king() == "alice"
     assert world.fake.merges == [(30, king_sha)]
     assert world.fake.pulls[31]["state"] == "closed"
-    assert "per_benchmark" not in world.fake.comment_bodies(31)[0]
+    assert "per_benchmark" not in world.fake.comment_bodies(31)[-1]
 
 
-def test_a_head_pushed_after_approval_is_neither_recorded_nor_merged(world):
-    sha, main_before = KING_SHA, world.remote.main_sha()
-    world.fake.add_pull(32, "alice", "c" * 40, [])  # the PR moved after the evaluation began
-    run, _ = world.record(32, sha, result_record("king", "alice", 32, sha, None))
+def test_a_head_pushed_after_approval_is_void_never_merged_or_crowned(world):
+    sha = world.submit(32, "alice")
+    world.push(32, world.files("alice", seed=5))  # the PR moved while the GPU ran
+    run, _ = world.record(32, sha, crown("alice", 32, sha))
 
-    assert run.outcomes["pr"] == "failure" and run.outcomes["conclude"] == "skipped"
-    assert world.fake.merges == [] and world.remote.main_sha() == main_before
+    assert all(v == "success" for v in run.outcomes.values()), run.log
+    assert world.fake.merges == [] and world.king() is None
+    [void] = world.results("alice")
+    assert void.startswith("1.void.")
+    record = world.board(f"results/alice/{void}")
+    assert "head moved" in record["reason"] and record["composite"] is None
+    assert world.fake.pulls[32]["state"] == "open"  # the newer head is gated on its own
+    assert "void" in world.fake.comment_bodies(32)[-1]
 
 
-def test_merge_is_guarded_by_the_evaluated_sha(world, tmp_path):
-    sha = KING_SHA
-    world.fake.add_pull(33, "alice", sha, [])
-    record = tmp_path / "r.json"
-    record.write_text(json.dumps(result_record("king", "alice", 33, sha, None)))
-    world.fake.pulls[33]["head"]["sha"] = "d" * 40  # moved between the check and the merge
-    assert main(["gh", "conclude", "--pr", "33", "--sha", sha, "--result", str(record)]) == 1
-    assert world.fake.merges == [] and world.fake.pulls[33]["state"] == "open"
+def test_base_moved_during_merge_is_retried_with_backoff(world, clock):
+    sha = world.submit(33, "alice")
+    world.fake.script(r"PUT /pulls/33/merge", 405,
+                      "Base branch was modified. Review and try the merge again.", times=2)
+    world.fake.script(r"PUT /pulls/33/merge", 409, "Base branch was modified.")
+    run, _ = world.record(33, sha, crown("alice", 33, sha))
+
+    assert all(v == "success" for v in run.outcomes.values()), run.log
+    assert world.fake.merges == [(33, sha)] and world.king() == "alice"
+    assert clock.sleeps == [2.0, 4.0, 8.0]
+
+
+def test_a_merge_refused_for_good_is_recorded_void_and_nothing_crowned(world, clock):
+    sha = world.submit(34, "alice")
+    world.fake.script(r"PUT /pulls/34/merge", 405, "Base branch was modified.", times=500)
+    run, _ = world.record(34, sha, crown("alice", 34, sha))
+
+    assert all(v == "success" for v in run.outcomes.values()), run.log
+    assert sum(clock.sleeps) <= 300  # a bounded time
+    assert world.fake.merges == [] and world.king() is None
+    [void] = world.results("alice")
+    assert "merge was refused" in world.board(f"results/alice/{void}")["reason"]
+    assert Store(world.remote.clone(world.tmp / "board")).refunded_heads() == {sha}
+
+
+def test_merge_command_is_guarded_by_the_evaluated_sha(world):
+    sha = world.submit(35, "alice")
+    world.push(35, world.files("alice", seed=6))
+    assert main(["gh", "merge", "--pr", "35", "--sha", sha]) == 1
+    assert world.fake.merges == [] and world.fake.pulls[35]["state"] == "open"
+
+
+def test_a_result_scored_against_a_replaced_king_is_stale_and_evaluated_again(world):
+    base = world.remote.main_sha()  # both evaluations start here: no king yet
+    alice = world.submit(40, "alice", seed=1)
+    bob = world.submit(41, "bob", seed=2)
+    world.record(40, alice, crown("alice", 40, alice), base=base)
+    attempts = world.board("attempts.jsonl")
+    run, _ = world.record(41, bob, crown("bob", 41, bob), base=base)
+
+    assert all(v == "success" for v in run.outcomes.values()), run.log
+    [stale] = world.results("bob")
+    assert stale.startswith("1.stale.") and world.king() == "alice"
+    assert "alice generation 1 was crowned while it ran" in \
+        world.board(f"results/bob/{stale}")["reason"]
+    assert world.fake.pulls[41]["state"] == "open"
+    assert {"workflow": "evaluate.yml", "ref": "main",
+            "inputs": {"pr": "41", "head_sha": bob}} in world.fake.dispatches
+    assert world.board("attempts.jsonl") == attempts  # the slot is not charged again
+    prepared, _ = world.prepare(41, bob)
+    assert prepared.outputs["head_sha"] == bob  # the dispatched re-run may start
+
+
+# ---------------------------------------------------------------- crashes and scale-out
+
+def crash_after(monkeypatch, name: str) -> None:
+    """The record job dies right after its step `name` (a runner lost, a timeout)."""
+    import evaluator.commands.gh as gh
+
+    def dead(job):
+        raise GitHubError("the runner went away")
+
+    steps = list(gh.RECORD_STEPS)
+    index = [n for n, _ in steps].index(name)
+    steps.insert(index + 1, ("crash", dead))
+    monkeypatch.setattr(gh, "RECORD_STEPS", tuple(steps))
+
+
+def _challenge(world, outcome):
+    """alice and bob gated at once; alice's result recorded or not; bob's result to record."""
+    base = world.remote.main_sha()
+    king = world.submit(50, "alice", seed=1)
+    challenger = world.submit(51, "bob", seed=2)
+    if outcome == "king":  # bob is crowned, no king reigning
+        return challenger, crown("bob", 51, challenger), base
+    world.record(50, king, crown("alice", 50, king), base=base)
+    if outcome == "lost":  # bob scored against alice, who reigns
+        return challenger, loss("bob", 51, challenger), world.remote.main_sha()
+    return challenger, crown("bob", 51, challenger), base  # bob crowned against no king: stale
+
+
+CRASH_POINTS = [name for name, _ in RECORD_STEPS][:-1]  # after the last one, nothing is left
+EXPECTED = {  # outcome → (the king, bob's result file, bob's PR, re-runs of bob dispatched)
+    "king": ("bob", "1.json", "closed", 0),
+    "lost": ("alice", "1.json", "closed", 0),
+    "stale": ("alice", "1.stale.", "open", 1),
+}
+
+
+@pytest.mark.parametrize("outcome", sorted(EXPECTED))
+@pytest.mark.parametrize("step", CRASH_POINTS)
+def test_a_crash_between_record_steps_then_a_re_run_ends_consistent(world, monkeypatch,
+                                                                  outcome, step):
+    sha, record, base = _challenge(world, outcome)
+    with monkeypatch.context() as patch:
+        crash_after(patch, step)
+        crashed, _ = world.record(51, sha, record, base=base)
+    assert crashed.outcomes["record"] == "failure"
+    rerun, _ = world.record(51, sha, record, base=base)
+    assert all(v == "success" for v in rerun.outcomes.values()), rerun.log
+    after = world.state()
+    again, _ = world.record(51, sha, record, base=base)  # and once more: nothing changes
+    assert all(v == "success" for v in again.outcomes.values()), again.log
+    assert {k: v for k, v in world.state().items() if k != "dispatches"} == \
+        {k: v for k, v in after.items() if k != "dispatches"}
+
+    king, result, state, reruns = EXPECTED[outcome]
+    assert world.king() == king
+    assert [r[:len(result)] for r in world.results("bob")] == [result]
+    assert [n for n, _ in world.fake.merges] == ([51] if outcome == "king" else [50])
+    assert world.fake.pulls[51]["state"] == state
+    assert len(world.fake.comment_bodies(51)) == 2  # the gates' and the evaluation's
+    dispatched = [d for d in world.fake.dispatches if d["workflow"] == "evaluate.yml"
+                  and d["inputs"]["pr"] == "51"]
+    assert len(dispatched) - 1 >= reruns  # after the gates' own dispatch, at least once
+
+
+def test_two_evaluations_whose_record_jobs_interleave_leave_one_king(world, monkeypatch):
+    """Two GPU runners finish at once: both crowned against no king. Exactly one king results;
+    the other is recorded stale, evaluated again against it, and no file is lost."""
+    base = world.remote.main_sha()
+    alice = world.submit(60, "alice", seed=1)
+    bob = world.submit(61, "bob", seed=2)
+    with monkeypatch.context() as patch:
+        interleave(patch, lambda: world.record(61, bob, crown("bob", 61, bob), base=base))
+        run, _ = world.record(60, alice, crown("alice", 60, alice), base=base)
+    assert all(v == "success" for v in run.outcomes.values()), run.log
+
+    assert world.king() == "bob"
+    assert [k["miner"] for k in world.board("history.json")["kings"]] == ["bob"]
+    [stale] = world.results("alice")
+    assert stale.startswith("1.stale.")
+    assert {"workflow": "evaluate.yml", "ref": "main",
+            "inputs": {"pr": "60", "head_sha": alice}} in world.fake.dispatches
+    # alice merged first, then went stale: her re-run may start, and is scored against bob
+    prepared, _ = world.prepare(60, alice)
+    assert prepared.outputs["head_sha"] == alice
+    again = loss("alice", 60, alice, at="2026-11-22T00:00:00Z")
+    run, _ = world.record(60, alice, again)
+    assert all(v == "success" for v in run.outcomes.values()), run.log
+    assert world.king() == "bob"
+    assert world.results("alice") == ["1.json", stale]
+    assert world.results("bob") == ["1.json"]
+    assert sorted(a["pr"] for a in world.board("attempts.jsonl")) == [60, 61]
+
+
+# ---------------------------------------------------------------- the queue
+
+def test_an_approved_evaluation_is_announced_on_the_queue(world):
+    sha = world.submit(70, "alice")
+    run, _ = world.run("evaluate.yml", "announce", dispatch_event(70, sha),
+                            needs={"prepare": {"outputs": {"pr": "70", "head_sha": sha,
+                                                           "submission": "submissions/alice/1"}}})
+    assert all(v == "success" for v in run.outcomes.values()), run.log
+    [event] = world.board("queue.jsonl")
+    assert {k: event[k] for k in ("event", "miner", "generation", "pr", "head_sha")} == {
+        "event": "evaluating", "miner": "alice", "generation": 1, "pr": 70, "head_sha": sha}
+    clone = world.remote.clone(world.tmp / "reader")
+    assert Store(clone).queue_events() == [event]

@@ -21,7 +21,10 @@ PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 VERSION_COMMENT = re.compile(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+$")
 # Contexts a PR author can influence; none may be expanded inside a `run:` script.
 EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}")
-WRITERS = ("gates.yml", "gates"), ("evaluate.yml", "record")
+# the jobs that push leaderboard/ or merge, and how each run of them may be grouped
+WRITERS = {("gates.yml", "gates"): "gates-pr-${{ github.event.pull_request.number }}",
+           ("evaluate.yml", "announce"): None, ("evaluate.yml", "record"): None}
+WRITING = re.compile(r"--push\b|gh (record|merge|announce)\b")
 
 
 def load(path: Path) -> dict:
@@ -101,24 +104,76 @@ def test_self_hosted_jobs_sit_behind_the_evaluation_environment(workflow, name, 
         assert set(job["permissions"].values()) == {"read"}
 
 
-@pytest.mark.parametrize(("workflow", "name"), WRITERS)
-def test_leaderboard_writers_share_one_group_that_never_cancels(workflow, name):
-    job = load(GITHUB_DIR / "workflows" / workflow)["jobs"][name]
-    assert job["concurrency"] == {"group": "tinyrouter-leaderboard", "cancel-in-progress": False}
+def _groups():
+    """(workflow, job or None, group) of every concurrency setting."""
+    for path in WORKFLOW_FILES:
+        workflow = load(path)
+        if "concurrency" in workflow:
+            yield path.name, None, workflow["concurrency"]["group"]
+        for name, job in workflow["jobs"].items():
+            if "concurrency" in job:
+                yield path.name, name, job["concurrency"]["group"]
+
+
+@pytest.mark.parametrize(("workflow", "name"), sorted(WRITERS))
+def test_writers_share_no_concurrency_group(workflow, name):
+    """GitHub keeps one pending job per group and cancels the older one: a writer in a shared
+    group could be cancelled by any PR, after hours of GPU work. Writers push by optimistic
+    concurrency instead; the gates may only cancel their own PR's older run."""
+    spec = load(GITHUB_DIR / "workflows" / workflow)
+    assert "concurrency" not in spec, f"{workflow} groups its every job"
+    group = (spec["jobs"][name].get("concurrency") or {}).get("group")
+    assert group == WRITERS[(workflow, name)]
+    assert [g for w, j, g in _groups() if g == group and (w, j) != (workflow, name)] == []
 
 
 def test_every_job_that_pushes_or_merges_is_a_writer():
     for path in WORKFLOW_FILES:
         for name, job in load(path)["jobs"].items():
             runs = " ".join(step.get("run", "") for step in job.get("steps", []))
-            if re.search(r"push-leaderboard|gh (merge|conclude)", runs):
+            if WRITING.search(runs):
                 assert (path.name, name) in WRITERS
+
+
+def test_the_gpu_job_waits_for_no_one():
+    """Each self-hosted runner takes one job, so several runners evaluate several PRs."""
+    job = load(GITHUB_DIR / "workflows" / "evaluate.yml")["jobs"]["evaluate"]
+    assert "concurrency" not in job
+
+
+@pytest.mark.parametrize(("workflow", "name", "job"), JOBS)
+def test_no_job_holds_both_a_secret_and_a_write_token(workflow, name, job):
+    if "secrets." in str(job):
+        assert set(job["permissions"].values()) == {"read"}
+    if "write" in job["permissions"].values():
+        assert "secrets." not in str(job)
+
+
+def test_evaluation_needs_a_recorded_gates_pass_not_a_label():
+    jobs = load(GITHUB_DIR / "workflows" / "evaluate.yml")["jobs"]
+    prepare = " ".join(s.get("run", "") for s in jobs["prepare"]["steps"])
+    assert "--require-gates-pass" in prepare and "--require-undecided" in prepare
+    assert "label" not in prepare
+    evaluate = next(s["run"] for s in jobs["evaluate"]["steps"] if "evaluate --repo" in
+                    s.get("run", ""))
+    for flag in ("--require-gates-pass", "--changed-files", "--author", "--head-sha"):
+        assert flag in evaluate
+
+
+def test_the_record_job_knows_which_king_the_evaluation_was_scored_against():
+    jobs = load(GITHUB_DIR / "workflows" / "evaluate.yml")["jobs"]
+    assert jobs["evaluate"]["outputs"]["base_sha"] == "${{ steps.fetch.outputs.base_sha }}"
+    record = jobs["record"]
+    assert record["env"]["BASE_SHA"] == "${{ needs.evaluate.outputs.base_sha }}"
+    checkout = next(s for s in record["steps"] if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["fetch-depth"] == 0  # the base commit is in the checkout
 
 
 def test_gates_run_base_code_on_a_hosted_runner():
     workflow = load(GITHUB_DIR / "workflows" / "gates.yml")
     assert list(workflow["on"]) == ["pull_request_target"]
     assert workflow["on"]["pull_request_target"]["paths"] == ["submissions/**"]
+    assert workflow["on"]["pull_request_target"]["branches"] == ["main"]
     text = (GITHUB_DIR / "workflows" / "gates.yml").read_text(encoding="utf-8")
     assert re.search(r"pull_request_target:\s+# zizmor: ignore\[dangerous-triggers\] \S", text)
     [job] = workflow["jobs"].values()
@@ -159,11 +214,13 @@ def test_codeowners_cover_the_sensitive_folders():
 
 # ---------------------------------------------------------------- linters
 
-def test_zizmor_reports_nothing():
+@pytest.mark.parametrize("persona", ["regular", "auditor"])
+def test_zizmor_reports_nothing(persona):
     zizmor = shutil.which("zizmor", path=str(Path(sys.executable).parent)) or shutil.which("zizmor")
     if zizmor is None:
         pytest.skip("zizmor is not installed (it comes with the [dev] extra)")
-    result = subprocess.run([zizmor, "--offline", "--no-progress", str(GITHUB_DIR / "workflows")],
+    result = subprocess.run([zizmor, "--offline", "--no-progress", "--persona", persona,
+                             str(GITHUB_DIR / "workflows")],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "No findings" in result.stdout + result.stderr

@@ -12,10 +12,10 @@ from conftest import article_of
 
 from evaluator.files import format_time
 from evaluator.gates import GateContext, check_rate_limit
-from evaluator.records import Attempt, Result
+from evaluator.records import Attempt, Result, refunded_heads
 from evaluator.rules import OFFICIAL
 from evaluator.site import build_site
-from evaluator.site.queue import build_queue, next_slots, refunded_heads
+from evaluator.site.queue import build_queue, next_slots
 from evaluator.site.state import LeaderboardState
 from evaluator.store import Store
 

@@ -1,0 +1,135 @@
+"""Advisories: warnings a miner can act on, which never block a submission.
+
+The gates decide; advisories only explain. Each has an id, one sentence about this head and
+a fix. Three sources, by what is at hand where they run:
+
+- the weights and the receipt (preflight and the PR bot, torch-free): role rows that cannot
+  change a decision, SVF scales far from 1, a fitness history the receipt's own settings
+  contradict;
+- the miner's ledger (preflight with `--ledger`): a receipt cost or head the ledger does not
+  back;
+- decisions on public items (the evaluation runner and `tinyrouter score`, which run the
+  encoder): a head that sends nearly every question to one model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluator.errors import LedgerError
+from evaluator.rules import Competition
+
+COLLAPSE_SHARE = 0.95  # one model for this share of the public items: routing collapsed
+SCALES_FAR = 4.0  # an SVF scale beyond ×4 or ÷4 of 1
+SCALES_FAR_SHARE = 0.05  # … for more than this share of the scales
+COST_TOLERANCE_USD = 1e-6
+
+
+@dataclass(frozen=True)
+class Advisory:
+    id: str
+    message: str
+    fix: str
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def _spread(rows: np.ndarray) -> float:
+    """How far apart the rows are once each column is centred (0: every row the same)."""
+    return float(np.linalg.norm(rows - rows.mean(axis=0, keepdims=True)))
+
+
+def weight_advisories(head: np.ndarray, scales: np.ndarray, rules: Competition) -> list[Advisory]:
+    found = []
+    if _spread(np.asarray(head, np.float64)[rules.n_models:]) == 0:
+        found.append(Advisory(
+            "roles-fixed", "the role rows are all alike, so every turn takes the same role "
+            "and the loop never plans or verifies",
+            "train the role rows too (`tinyrouter train --live`), or start from a head whose "
+            "role rows differ"))
+    if _spread(np.asarray(head, np.float64)[:rules.n_models]) == 0:
+        found.append(Advisory(
+            "models-fixed", "the model rows are all alike, so every question goes to the first "
+            "pool model", "train the head; a head at W = 0 routes nowhere"))
+    ratio = np.abs(np.log(np.clip(np.asarray(scales, np.float64), 1e-12, None)))
+    far = float(np.mean(ratio > np.log(SCALES_FAR)))
+    if far > SCALES_FAR_SHARE:
+        found.append(Advisory(
+            "scales-drifted", f"{far:.0%} of the SVF scales are more than ×{SCALES_FAR:g} or "
+            f"÷{SCALES_FAR:g} from 1, which moves the encoder far from the one the router was "
+            "checked on", "train with a smaller --scales-step, or check the run for divergence"))
+    return found
+
+
+def receipt_advisories(receipt: Mapping[str, Any]) -> list[Advisory]:
+    """What the receipt's fitness history says against its own settings."""
+    history = receipt.get("fitness_history") or []
+    optimizer = receipt.get("optimizer") or {}
+    found = []
+    if optimizer.get("generations") != len(history):
+        found.append(Advisory(
+            "history-length", f"the receipt says {optimizer.get('generations')} generations but "
+            f"its fitness history has {len(history)} entries",
+            "pack the run again with `tinyrouter pack`, which writes both from the run"))
+    numbers = [h.get("generation") for h in history]
+    if numbers != list(range(len(history))):
+        found.append(Advisory(
+            "history-order", "the fitness history's generations are not 0, 1, 2, … in order",
+            "pack the run again with `tinyrouter pack`"))
+    best, seen = -np.inf, []
+    for entry in history:
+        best = max(best, float(entry.get("max", -np.inf)))
+        seen.append(float(entry.get("best", np.nan)) + 1e-9 >= best
+                    and float(entry.get("max", np.inf)) + 1e-9 >= float(entry.get("mean", 0)))
+    if not all(seen):
+        found.append(Advisory(
+            "history-values", "the fitness history is not what one run writes (a 'best' below "
+            "an earlier 'max', or a 'max' below its 'mean')",
+            "pack the run again with `tinyrouter pack`; a hand-edited receipt reads as one"))
+    return found
+
+
+def ledger_advisories(receipt: Mapping[str, Any], ledger: Path) -> list[Advisory]:
+    """The receipt's cost and ledger head against the miner's ledger file."""
+    from evaluator.pool.ledger import verify_ledger
+
+    try:
+        checked = verify_ledger(ledger)
+    except (LedgerError, OSError) as exc:
+        return [Advisory("ledger-unreadable", f"the ledger {ledger.name} does not verify: {exc}",
+                         "point --ledger at the run's ledger.jsonl, unedited")]
+    found = []
+    if checked.head != receipt.get("ledger_head"):
+        found.append(Advisory(
+            "ledger-head", f"the receipt names ledger head {str(receipt.get('ledger_head'))[:12]}… "
+            f"but {ledger.name} ends at {checked.head[:12]}…",
+            "pack from the run whose ledger this is, after its last paid call"))
+    cost = receipt.get("total_cost_usd")
+    if not isinstance(cost, (int, float)) or abs(cost - checked.total_cost_usd) > COST_TOLERANCE_USD:
+        found.append(Advisory(
+            "ledger-cost", f"the receipt's cost ${cost} is not the ledger's "
+            f"${checked.total_cost_usd:.6f}", "pack the run again; pack reads the cost from "
+                                              "the ledger"))
+    return found
+
+
+def routing_advisories(models: Mapping[str, Sequence[str]]) -> list[Advisory]:
+    """From each benchmark's turn-1 model choices on public items."""
+    found = []
+    for bench, picks in models.items():
+        if not picks:
+            continue
+        top = max(sorted(set(picks)), key=list(picks).count)
+        share = list(picks).count(top) / len(picks)
+        if share >= COLLAPSE_SHARE:
+            found.append(Advisory(
+                "routing-collapse", f"on {bench} the head sends {share:.0%} of the public items "
+                f"to {top}: it routes like a single model", "train longer or on more data, and "
+                "compare `tinyrouter score` with the best single model's accuracy"))
+    return found

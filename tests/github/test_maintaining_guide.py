@@ -1,0 +1,172 @@
+"""The maintaining guide (site/maintaining.md) checked against the code and the workflows.
+
+Every `tinyrouter` command it shows is parsed by the real parser (a missing required option or
+a renamed flag fails here); the leaderboard commands are run, in the guide's order, on a
+sandbox repository; the others name the test that runs them. The facts the guide states
+about the workflows (check name, runner labels, secrets, pins, paths) are read from them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evaluator.cli import build_parser, main
+from evaluator.records import Partition, Result
+from evaluator.rules import OFFICIAL
+from evaluator.site.markup import FILTERS
+from evaluator.templating import environment
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+GUIDE = REPO_ROOT / "site" / "maintaining.md"
+WORKFLOWS = REPO_ROOT / ".github" / "workflows"
+SHA = "a" * 40
+PLACEHOLDERS = {"<login>": "alice", "<n>": "1", "--pr N": "--pr 7", "pr=N": "pr=7",
+                "SHA": SHA, "OWNER/REPO": "tinyrouter/tinyrouter"}
+# commands the guide shows that need the network, a GPU or a sealed benchmark: the test
+# that runs each, so none is shown without one
+RUN_ELSEWHERE = {
+    "seal": "tests/benchmarks/test_sealing.py and the demo",
+    "verify-benchmark": "tests/benchmarks/test_sealing.py::test_verify_command, "
+                        "::test_a_revealed_split_is_checked_by_anyone",
+    "reveal": "tests/benchmarks/test_sealing.py::test_a_revealed_split_is_checked_by_anyone",
+    "evaluate": "tests/evaluate/test_evaluate_cli.py (a sealed fake benchmark)",
+    "site": "tests/site/test_build.py",
+    "gh": "tests/github/test_replay.py (every gh verb the workflows use)",
+}
+
+
+def rendered() -> str:
+    text = GUIDE.read_text(encoding="utf-8")
+    env = environment(autoescape=False)
+    env.filters.update(FILTERS)  # as the site's hook renders the guides
+    return env.from_string(text).render(rules=OFFICIAL.as_dict())
+
+
+def commands() -> list[list[str]]:
+    """Every `tinyrouter …` line of the guide's code blocks, placeholders filled in."""
+    found = []
+    for block in re.findall(r"```bash\n(.*?)```", rendered(), re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split("  #", 1)[0].strip()
+            if line.startswith("tinyrouter "):
+                for placeholder, value in PLACEHOLDERS.items():
+                    line = line.replace(placeholder, value)
+                found.append(shlex.split(line)[1:])
+    return found
+
+
+COMMANDS = commands()
+
+
+def test_the_guide_shows_the_commands_a_maintainer_runs():
+    shown = {argv[0] for argv in COMMANDS}
+    assert {"seal", "verify-benchmark", "reveal", "evaluate", "leaderboard"} <= shown
+    assert any(argv[:2] == ["leaderboard", "seed-king"] for argv in COMMANDS)
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=[" ".join(a[:2]) for a in COMMANDS])
+def test_every_command_in_the_guide_parses(argv):
+    try:
+        build_parser(argv).parse_args(argv)
+    except SystemExit as exc:
+        pytest.fail(f"`tinyrouter {' '.join(argv)}` does not parse (exit {exc.code})")
+
+
+@pytest.mark.parametrize("argv", [a for a in COMMANDS if a[0] != "leaderboard"],
+                         ids=lambda a: a[0])
+def test_every_command_not_run_here_is_run_by_another_test(argv):
+    assert argv[0] in RUN_ELSEWHERE
+
+
+def crowned(miner: str, pr: int | None, king: float | None = None, composite: float = 0.6,
+            at: str = "2026-11-20T12:00:00Z") -> dict:
+    parts = {"cached_acc": 0.8, "audit_acc": 0.78, "live_acc": 0.7, "avg_turns": 2.0,
+             "efficiency": 0.525, "novelty": 0.5, "overfit_penalty": 1.0, "score": composite}
+    return {"format": 1, "miner": miner, "generation": 1, "pr": pr, "head_sha": SHA,
+            "evaluated_at": at, "outcome": "king", "composite": composite,
+            "king_composite": king, "delta": None if king is None else composite - king,
+            "ci95": None if king is None else [0.01, 0.05], "reason": None,
+            "per_benchmark": {b: dict(parts) for b in OFFICIAL.benchmarks},
+            "live_cost_usd": 0.41, "benchmark_manifest": "f" * 64, "router_card": None}
+
+
+def write_evaluation(folder: Path, public: dict) -> None:
+    """result.json and private.json as `tinyrouter evaluate` writes them."""
+    drawn = Partition(seed="5e" * 32, salt="a1" * 16)
+    record = Result.from_dict({**public, "partition_commitment": drawn.commitment})
+    record = dataclasses.replace(record, partition=drawn)
+    precision = OFFICIAL.disclosure_precision
+    (folder / "result.json").write_text(json.dumps(record.public(precision)))
+    (folder / "private.json").write_text(json.dumps(record.private(precision)))
+
+
+def test_the_leaderboard_commands_of_the_guide_run_in_its_order(repo, make_submission,
+                                                               monkeypatch, capsys):
+    """The first king seeded from a maintainer's evaluation, then a PR's result applied."""
+    make_submission(repo, "alice", 1)
+    monkeypatch.chdir(repo)
+    evaluations = iter([crowned("alice", None),  # the reference head, no PR
+                        crowned("bob", 7, king=0.6, composite=0.7,
+                                at="2026-11-21T12:00:00Z")])  # "Evaluate by hand": a PR
+    ran = []
+    for argv in COMMANDS:
+        if argv[0] != "leaderboard":
+            continue
+        if argv[1] in ("seed-king", "apply"):
+            write_evaluation(repo, next(evaluations))
+        assert main(argv) == 0, (argv, capsys.readouterr().err)
+        ran.append(argv[1])
+    assert ran == ["seed-king", "validate", "apply"]
+    king = json.loads((repo / "leaderboard/king.json").read_text())["king"]
+    assert (king["miner"], king["pr"], king["previous"]["miner"]) == ("bob", 7, "alice")
+
+
+# ---------------------------------------------------------------- facts about the workflows
+
+def workflow(name: str) -> dict:
+    return yaml.safe_load((WORKFLOWS / name).read_text(encoding="utf-8"))
+
+
+def test_branch_protection_names_the_ci_jobs_real_check():
+    [job] = workflow("ci.yml")["jobs"].values()
+    assert f"status check **{job['name']}**" in rendered()
+
+
+def test_runner_labels_secrets_and_environment_match_evaluate_yml():
+    jobs, guide = workflow("evaluate.yml")["jobs"], rendered()
+    labels = jobs["evaluate"]["runs-on"]
+    assert f"`{', '.join(labels)}`" in guide
+    assert "--labels gpu" in guide and '"labels": ["self-hosted", "linux", "gpu"]' in guide
+    assert f"`{jobs['evaluate']['environment']}` environment" in guide
+    secrets = set(re.findall(r"secrets\.(\w+)", (WORKFLOWS / "evaluate.yml").read_text()))
+    assert secrets == {"BENCHMARK_PASSWORD", "OPENROUTER_API_KEY"}
+    for name in secrets:
+        assert guide.count(name) >= 2, f"{name}: the seal section and the environment"
+
+
+def test_the_runner_prerequisites_match_the_evaluation_job():
+    install = next(s["run"] for s in workflow("evaluate.yml")["jobs"]["evaluate"]["steps"]
+                   if "venv" in s.get("run", ""))
+    [torch] = re.findall(r"torch==[\d.]+", install)
+    guide = rendered()
+    assert f"`{torch}`" in guide and "python3 -m venv" in guide
+    assert OFFICIAL.encoder_id in guide and "HF_HUB_OFFLINE=1" in guide
+    assert "--ephemeral" in guide and "--jitconfig" in guide
+    assert "restarted by a service manager" not in guide
+
+
+def test_paths_and_names_agree_with_the_readme_and_codeowners():
+    guide, readme = rendered(), (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    [folder] = set(re.findall(r"TINYROUTER_BENCHMARK_DIR=(\S+)", readme))
+    assert f"TINYROUTER_BENCHMARK_DIR={folder}" in guide
+    [team] = set(re.findall(r"@\S+", (REPO_ROOT / ".github" / "CODEOWNERS").read_text()))
+    assert team in guide
+    for label in ("gates-passed", "gates-failed"):
+        assert label in guide and label in (WORKFLOWS / "gates.yml").read_text()
