@@ -1,9 +1,21 @@
 """The coordinator benchmark: a full forward per θ (naive) against the frozen-prefix cache.
 
-Both paths score the same K random θ (SVF scales away from 1) on the same N token
-sequences, apply SVF through the same modules in the cheaper form for their token
-count, and must reach the same decisions. `limit_ratio` is the multiply-add bound of
-the per-θ speed-up: the naive body's work over the work the cached path cannot avoid.
+Three paths score the same K random θ (SVF scales away from 1) on the same N token
+sequences and must reach the same decisions: naive (a full forward per θ), per-candidate
+cached (`features` once per θ) and batched (`features_many` once for all K, as training
+evaluates a generation). SVF is applied through the same modules, in the cheaper form for
+each path's token count.
+
+Ratios, all of wall-clock medians over repeats:
+- `per_theta_ratio`: naive over per-candidate cached, per θ.
+- `generation_ratio` (the headline): K naive forwards over one batched generation on a built
+  prefix. The prefix build is left out because training builds it once for all generations.
+- `generation_ratio_with_prefix`: the same with one prefix build added (a single generation).
+- `per_candidate_generation_ratio`: K naive forwards over K per-candidate cached calls.
+- `batching_speedup`: K per-candidate cached calls over one batched call.
+`limit_ratio` is the multiply-add bound of the per-θ (and prefix-excluded generation) ratio:
+the naive body's work over the work the cached path cannot avoid; batching shares no
+multiply-adds, only θ-independent set-up. `limit_ratio_with_prefix` adds the prefix's work.
 """
 
 from __future__ import annotations
@@ -25,7 +37,13 @@ from evaluator.coordinator.encoder import (
     load_encoder,
     random_model,
 )
-from evaluator.coordinator.prefix import FROZEN_INPUT, build_prefix, features
+from evaluator.coordinator.prefix import (
+    FROZEN_INPUT,
+    build_prefix,
+    candidates_per_pass,
+    features,
+    features_many,
+)
 from evaluator.coordinator.svf import SVF
 from evaluator.coordinator.tiny import make_tiny
 from evaluator.rules import OFFICIAL
@@ -54,6 +72,7 @@ class BenchConfig:
     repeats: int = 3
     device: str = "cpu"
     seed: int = 0
+    activation_bytes: int | None = None  # a batched pass's budget; None: the device's default
 
 
 def build_encoder(config: BenchConfig, workdir: str) -> Encoder:
@@ -104,6 +123,18 @@ def multiply_adds(encoder: Encoder, lens: list[int], cached: bool) -> int:
             + middle * tokens * per_token + last)
 
 
+def prefix_multiply_adds(encoder: Encoder, lens: list[int]) -> int:
+    """Matmul and attention multiply-adds of building the prefix: the layers before the SVF
+    layer in full, and the x·V coordinates of its q, k and v."""
+    cfg, svf = encoder.config, encoder.svf
+    per_token = sum(m.in_features * m.out_features for m in svf.modules.values())
+    width = cfg.num_attention_heads * cfg.head_dim
+    coords = sum(svf.modules[name].rank * svf.modules[name].in_features for name in FROZEN_INPUT)
+    layers = encoder.rules.svf_layer
+    return (layers * (sum(lens) * per_token + sum(width * n * (n + 1) for n in lens))
+            + sum(lens) * coords)
+
+
 def _svf_cost(svf: SVF, tokens: int, coords_cached: tuple[str, ...]) -> int:
     return sum(m.factored_cost(tokens, True) if name in coords_cached
                else min(m.factored_cost(tokens), m.reconstructed_cost(tokens))
@@ -120,57 +151,88 @@ def _timed(device: str, fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def run(config: BenchConfig) -> dict[str, Any]:
-    """Time both paths side by side; medians over repeats."""
+    """Time the three paths side by side; medians over repeats."""
     with tempfile.TemporaryDirectory() as workdir:
         encoder = build_encoder(config, workdir)
         ids, thetas = make_inputs(encoder, config)
         rules = encoder.rules
-        split = [(t[:rules.n_head_params].reshape(rules.head_shape), t[rules.n_head_params:])
-                 for t in thetas]
-        encoder.features_from_ids(ids, split[0][1])  # warm-up
+        heads = [t[:rules.n_head_params].reshape(rules.head_shape) for t in thetas]
+        scales = np.stack([t[rules.n_head_params:] for t in thetas])
+        encoder.features_from_ids(ids, scales[0])  # warm-up
         forms = {"svf_form_naive": dict(encoder.svf.forms)}
-        features(build_prefix(encoder, ids), split[0][1])  # warm-up
+        cache = build_prefix(encoder, ids)
+        features(cache, scales[0])  # warm-up
         forms["svf_form_cached"] = dict(encoder.svf.forms)
-        times: dict[str, list[float]] = {"naive_s": [], "prefix_s": [], "cached_s": []}
+        features_many(cache, scales[:2], budget_bytes=config.activation_bytes)  # warm-up
+        step = candidates_per_pass(encoder, [[cache.lengths[i] for i in c.seqs] for c in cache.chunks],
+                                   config.activation_bytes)
+        times: dict[str, list[float]] = {"naive_s": [], "prefix_s": [], "cached_s": [],
+                                         "batched_s": []}
         for _ in range(config.repeats):
-            naive_feats, cached_feats = _measure(encoder, ids, [s for _, s in split], times,
-                                                 config.device)
-    equal = all(routing.decide(routing.logits(a, h, rules), rules)
-                == routing.decide(routing.logits(b, h, rules), rules)
-                for (h, _), a, b in zip(split, naive_feats, cached_feats, strict=True))
-    diff = max(float((a - b).abs().max()) for a, b in zip(naive_feats, cached_feats, strict=True))
-    return _report(config, encoder, times, equal, [len(s) - 1 for s in ids],
-                   {"max_feature_diff": diff, **forms})
+            feats = _measure(encoder, ids, scales, times, config)
+    lens = [len(s) - 1 for s in ids]
+    return _report(config, encoder, times, lens, {**_agreement(heads, feats, rules),
+                                                  "candidates_per_pass": min(step, config.candidates),
+                                                  **forms})
 
 
-def _measure(encoder: Encoder, ids: list[list[int]], scales: list[np.ndarray],
-             times: dict[str, list[float]], device: str) -> tuple[list, list]:
-    """One repeat: the prefix, then each θ naive and cached, interleaved (same machine load)."""
+def _measure(encoder: Encoder, ids: list[list[int]], scales: np.ndarray,
+             times: dict[str, list[float]], config: BenchConfig) -> dict[str, list[torch.Tensor]]:
+    """One repeat: the prefix, each θ naive and per-candidate cached (interleaved, same machine
+    load), then the whole generation batched."""
+    device = config.device
     seconds, cache = _timed(device, lambda: build_prefix(encoder, ids))
     times["prefix_s"].append(seconds)
-    naive, cached, naive_s, cached_s = [], [], 0.0, 0.0
+    feats: dict[str, list[torch.Tensor]] = {"naive": [], "cached": []}
+    spent = {"naive": 0.0, "cached": 0.0}
+    paths = {"naive": lambda s: encoder.features_from_ids(ids, s), "cached": lambda s: features(cache, s)}
     for scale in scales:
-        seconds, feats = _timed(device, lambda s=scale: encoder.features_from_ids(ids, s))
-        naive_s, naive = naive_s + seconds, [*naive, feats]
-        seconds, feats = _timed(device, lambda s=scale: features(cache, s))
-        cached_s, cached = cached_s + seconds, [*cached, feats]
-    times["naive_s"].append(naive_s)
-    times["cached_s"].append(cached_s)
-    return naive, cached
+        for name, path in paths.items():
+            seconds, value = _timed(device, lambda p=path, s=scale: p(s))
+            spent[name] += seconds
+            feats[name].append(value)
+    seconds, batched = _timed(device, lambda: features_many(cache, scales,
+                                                            budget_bytes=config.activation_bytes))
+    times["naive_s"].append(spent["naive"])
+    times["cached_s"].append(spent["cached"])
+    times["batched_s"].append(seconds)
+    return {**feats, "batched": list(batched)}
 
 
-def _report(config: BenchConfig, encoder: Encoder, times: dict[str, list[float]], equal: bool,
+def _agreement(heads: list[np.ndarray], feats: dict[str, list[torch.Tensor]],
+               rules: Any) -> dict[str, Any]:
+    """Whether the three paths reach the same decisions for every θ, and their feature gaps."""
+    def decisions(path: str) -> list:
+        return [routing.decide(routing.logits(f, h, rules), rules)
+                for h, f in zip(heads, feats[path], strict=True)]
+
+    def gap(a: str, b: str) -> float:
+        return max(float((x - y).abs().max()) for x, y in zip(feats[a], feats[b], strict=True))
+
+    naive = decisions("naive")
+    return {"decisions_equal": naive == decisions("cached") == decisions("batched"),
+            "max_feature_diff": gap("naive", "cached"),
+            "max_feature_diff_batched": max(gap("naive", "batched"), gap("cached", "batched"))}
+
+
+def _report(config: BenchConfig, encoder: Encoder, times: dict[str, list[float]],
             lens: list[int], extra: dict[str, Any]) -> dict[str, Any]:
     medians = {key: statistics.median(values) for key, values in times.items()}
     k = config.candidates
-    per_naive, per_cached = medians["naive_s"] / k, medians["cached_s"] / k
+    naive, cached, batched = (medians[key] for key in ("naive_s", "cached_s", "batched_s"))
     limit = multiply_adds(encoder, lens, False) / multiply_adds(encoder, lens, True)
+    limit_with_prefix = k * multiply_adds(encoder, lens, False) / (
+        prefix_multiply_adds(encoder, lens) + k * multiply_adds(encoder, lens, True))
     return {"shape": config.shape, "device": config.device, "dtype": str(encoder.dtype),
             "threads": torch.get_num_threads(), "questions": config.questions,
             "candidates": k, "tokens_mean": statistics.mean(n + 1 for n in lens),
             "repeats": config.repeats, **medians,
-            "per_theta_naive_s": per_naive, "per_theta_cached_s": per_cached,
-            "per_theta_ratio": per_naive / per_cached,
-            "generation_ratio": medians["naive_s"] / (medians["prefix_s"] + medians["cached_s"]),
-            "limit_ratio": limit, "share_of_limit": per_naive / per_cached / limit,
-            "decisions_equal": equal, **extra}
+            "per_theta_naive_s": naive / k, "per_theta_cached_s": cached / k,
+            "per_theta_batched_s": batched / k,
+            "per_theta_ratio": naive / cached,
+            "generation_ratio": naive / batched,
+            "generation_ratio_with_prefix": naive / (medians["prefix_s"] + batched),
+            "per_candidate_generation_ratio": naive / cached,
+            "batching_speedup": cached / batched,
+            "limit_ratio": limit, "share_of_limit": naive / cached / limit,
+            "limit_ratio_with_prefix": limit_with_prefix, **extra}

@@ -7,8 +7,12 @@ but the last in full, and the last layer's keys and values over the sequence but
 query, output and MLP at the one position read, then the final norm. The EOS token is
 dropped: under causal attention it cannot change the state at position −2.
 
+`features_many` evaluates K scale vectors (a generation's candidates) together: what does
+not depend on θ is done once, the per-candidate matrix products run batched.
+
 Memory: chunks are held in memory up to a byte budget; beyond it they are spilled to
-`spill_dir` (safetensors) when one is given, else recomputed on every call.
+`spill_dir` (safetensors) when one is given, else recomputed on every pass. A batched pass
+holds as many candidates as `candidate_bytes` fits in the device's ACTIVATION_BYTES.
 """
 
 from __future__ import annotations
@@ -24,12 +28,17 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from evaluator.coordinator.encoder import Encoder, LayerParts, length_batches
-from evaluator.errors import EncoderError
+from evaluator.errors import EncoderError, SubmissionError
 
 log = logging.getLogger(__name__)
 FROZEN_INPUT = ("q_proj", "k_proj", "v_proj")
 BUDGET_BYTES = 2 * 1024**3
 CHUNK_TOKENS = 8192  # tokens per chunk: bounds the activations of one tail pass
+# Bytes of one batched tail pass (see `candidate_bytes`), by device. 0 on a CPU: one candidate a
+# pass, as its matrix products already run at full speed on one candidate's rows and wider passes
+# only fall out of its caches (`bench coordinator --activation-mib` measures it); a GPU needs
+# wide passes to fill it.
+ACTIVATION_BYTES = {"cpu": 0, "cuda": 8 * 1024**3}
 
 
 @dataclass
@@ -125,7 +134,7 @@ def build_prefix(encoder: Encoder, ids: Sequence[Sequence[int]], budget_bytes: i
 def _compute(encoder: Encoder, chunk: Chunk) -> dict[str, torch.Tensor]:
     input_ids = encoder.pad(chunk.ids)
     hidden = encoder.run_layers(input_ids, encoder.rules.svf_layer)
-    x = _flat(hidden, chunk.layout)
+    x = _flat(hidden, chunk.layout)[0]
     normed = encoder.layer(encoder.rules.svf_layer).input_norm(x)
     tensors = {"x": x}
     for name in FROZEN_INPUT:
@@ -141,27 +150,94 @@ def _load(cache: PrefixCache, chunk: Chunk) -> dict[str, torch.Tensor]:
     return _compute(cache.encoder, chunk)
 
 
-@torch.inference_mode()
 def features(cache: PrefixCache, scales: np.ndarray | None,
              indices: Sequence[int] | np.ndarray | None = None) -> torch.Tensor:
     """(len(indices), hidden) fp32 L2-normalised features under `scales` (None: unscaled)."""
+    if scales is None:
+        scales = np.ones(cache.encoder.svf.count, dtype=np.float32)
+    return features_many(cache, np.asarray(scales, dtype=np.float32).reshape(1, -1), indices)[0]
+
+
+@torch.inference_mode()
+def features_many(cache: PrefixCache, scales: Sequence[np.ndarray] | np.ndarray,
+                  indices: Sequence[int] | np.ndarray | None = None,
+                  budget_bytes: int | None = None) -> torch.Tensor:
+    """(K, len(indices), hidden) features, row k under scale vector k ((K, count) scales).
+
+    The candidates share every θ-independent step (the subset's frozen tensors, its layout and
+    RoPE, the cached x·V, a spilled chunk's load); their matrix products run batched,
+    `candidates_per_pass` at a time, so a pass stays within the activation budget.
+    """
     enc = cache.encoder
+    grid = np.asarray(scales, dtype=np.float32)
+    if grid.ndim != 2 or grid.shape[1] != enc.svf.count:
+        raise SubmissionError(f"the SVF scales must be (K, {enc.svf.count}) for this encoder's "
+                              f"{enc.svf.count} singular values, not of shape {grid.shape}")
+    where, selected = _selection(cache, indices)
+    step = candidates_per_pass(enc, [[cache.lengths[c.seqs[k]] for k in local]
+                                     for c, local in selected], budget_bytes)
+    out = torch.empty(len(grid), len(where), enc.hidden_size, dtype=torch.float32)
+    # held chunks are read together; a spilled or recomputed one is loaded once for all K
+    held = [pair for pair in selected if pair[0].tensors is not None]
+    groups = ([held] if held else []) + [[pair] for pair in selected if pair[0].tensors is None]
+    for group in groups:
+        loaded = [(*_subset(cache, chunk, local), [where[chunk.seqs[k]] for k in local])
+                  for chunk, local in group]
+        for first in range(0, len(grid), step):
+            _pass(enc, grid[first:first + step], loaded, out[first:first + step])
+    return F.normalize(out, dim=-1)
+
+
+def _pass(enc: Encoder, block: np.ndarray,
+          loaded: list[tuple[dict[str, torch.Tensor], Layout, list[int]]], out: torch.Tensor) -> None:
+    """Fill `out`'s rows of some chunks' subsets with their final states under a block of
+    candidates bound together."""
+    n_tokens = sum(sum(layout.lens) for _, layout, _ in loaded)
+    with enc.svf.applied(block, n_tokens, FROZEN_INPUT):
+        for tensors, layout, rows in loaded:
+            out[:, rows] = tail(enc, tensors, layout).float().cpu()
+
+
+Selection = tuple[dict[int, int], list[tuple[Chunk, list[int]]]]
+
+
+def _selection(cache: PrefixCache, indices: Sequence[int] | np.ndarray | None) -> Selection:
+    """Each wanted sequence's output row, and the chunks holding them with their local rows."""
     wanted = np.arange(len(cache)) if indices is None else np.asarray(indices, dtype=np.int64)
     where = {int(seq): row for row, seq in enumerate(wanted)}
     if len(where) != len(wanted) or (len(wanted) and not 0 <= wanted.min() <= wanted.max() < len(cache)):
         raise EncoderError(f"indices must be distinct and within 0..{len(cache) - 1}")
-    n_tokens = sum(cache.lengths[i] for i in where)
-    ones = np.ones(enc.svf.count, dtype=np.float32)
-    out = torch.empty(len(wanted), enc.hidden_size, dtype=torch.float32)
-    with enc.svf.applied(ones if scales is None else scales, n_tokens, FROZEN_INPUT):
-        for chunk in cache.chunks:
-            local = [k for k, seq in enumerate(chunk.seqs) if seq in where]
-            if not local:
-                continue
-            tensors, layout = _subset(cache, chunk, local)
-            rows = torch.tensor([where[chunk.seqs[k]] for k in local])
-            out[rows] = tail(enc, tensors, layout).float().cpu()
-    return F.normalize(out, dim=-1)
+    selected = [(chunk, [k for k, seq in enumerate(chunk.seqs) if seq in where])
+                for chunk in cache.chunks]
+    return where, [(chunk, local) for chunk, local in selected if local]
+
+
+def candidate_bytes(enc: Encoder, lens: Sequence[int]) -> int:
+    """Bytes one candidate needs in a tail pass over sequences of `lens` tokens: the dense
+    weights of its SVF matrices with a θ-dependent input (if reconstructed), and per padded
+    token 4 residual, 4 query, 4 key/value and 3 MLP widths (the widest set of a layer alive
+    at once, with slack for the padded and rotated copies)."""
+    cfg, svf = enc.config, enc.svf
+    kv_width = cfg.num_key_value_heads * cfg.head_dim
+    per_token = (4 * cfg.hidden_size + 4 * cfg.num_attention_heads * cfg.head_dim
+                 + 4 * kv_width + 3 * cfg.intermediate_size)
+    dense = sum(m.in_features * m.out_features for name, m in svf.modules.items()
+                if name not in FROZEN_INPUT)
+    return (dense + len(lens) * max(lens, default=0) * per_token) * enc.dtype.itemsize
+
+
+def candidates_per_pass(enc: Encoder, chunk_lens: Sequence[Sequence[int]],
+                        budget_bytes: int | None = None) -> int:
+    """How many candidates one batched pass holds within the budget (at least one): passes
+    run chunk by chunk, so the widest chunk sets it."""
+    budget = activation_budget(enc) if budget_bytes is None else budget_bytes
+    widest = max((candidate_bytes(enc, lens) for lens in chunk_lens), default=1)
+    return max(1, budget // widest)
+
+
+def activation_budget(enc: Encoder) -> int:
+    """ACTIVATION_BYTES for the encoder's device type (a CPU's for any other)."""
+    return ACTIVATION_BYTES.get(enc.device.type, ACTIVATION_BYTES["cpu"])
 
 
 def _subset(cache: PrefixCache, chunk: Chunk,
@@ -190,7 +266,8 @@ def _select(enc: Encoder, tensors: dict[str, torch.Tensor], layout: Layout,
 
 
 def tail(enc: Encoder, tensors: dict[str, torch.Tensor], layout: Layout) -> torch.Tensor:
-    """(B, hidden) final hidden states at each sequence's last token, under the bound SVF."""
+    """(K, B, hidden) final hidden states at each sequence's last token, for each of the K
+    scale vectors bound on the SVF (K = 1 for one vector)."""
     svf_layer, last = enc.rules.svf_layer, enc.num_layers - 1
     qkv = [enc.svf.modules[name].from_coords(tensors[name]) for name in FROZEN_INPUT]
     hidden = _block(enc.layer(svf_layer), tensors["x"], qkv, layout)
@@ -204,54 +281,60 @@ def tail(enc: Encoder, tensors: dict[str, torch.Tensor], layout: Layout) -> torc
 
 def _block(parts: LayerParts, x: torch.Tensor, qkv: list[torch.Tensor],
            layout: Layout) -> torch.Tensor:
-    """A decoder layer over every token, given its q, k, v projections."""
-    q, k, v = (t.view(t.shape[0], -1, parts.head_dim) for t in qkv)
+    """A decoder layer over every token, given its (K, rows, ·) q, k, v projections; x is the
+    (K, rows, hidden) residual, or one (rows, hidden) shared by the K candidates."""
+    q, k, v = (_heads(t, parts.head_dim) for t in qkv)
     q = _rope(parts.q_norm(q), layout.cos, layout.sin)
     k = _rope(parts.k_norm(k), layout.cos, layout.sin)
     q, k, v = (_padded(t, layout).transpose(1, 2) for t in (q, k, v))
     o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=parts.scaling,
                                        enable_gqa=True)
-    hidden = x + parts.o_proj(_flat(o.transpose(1, 2), layout).flatten(1))
+    hidden = x + parts.o_proj(_flat(o.transpose(1, 2), layout).flatten(2))
     return hidden + parts.mlp(parts.post_norm(hidden))
 
 
 def _last_block(parts: LayerParts, x: torch.Tensor, layout: Layout) -> torch.Tensor:
     """The last layer: keys and values over every token, the rest at the read rows only."""
     normed = parts.input_norm(x)
-    rows = layout.last_rows
-    k = parts.k_proj(normed).view(x.shape[0], -1, parts.head_dim)
-    k = _rope(parts.k_norm(k), layout.cos, layout.sin)
-    v = parts.v_proj(normed).view(x.shape[0], -1, parts.head_dim)
-    q = parts.q_proj(normed[rows]).view(len(rows), -1, parts.head_dim)
+    rows, n = layout.last_rows, len(x)
+    k = _rope(parts.k_norm(_heads(parts.k_proj(normed), parts.head_dim)), layout.cos, layout.sin)
+    v = _heads(parts.v_proj(normed), parts.head_dim)
+    q = _heads(parts.q_proj(normed[:, rows]), parts.head_dim)
     q = _rope(parts.q_norm(q), layout.cos[rows], layout.sin[rows])
     k, v = (_padded(t, layout).transpose(1, 2) for t in (k, v))
-    o = F.scaled_dot_product_attention(q[:, :, None], k, v, attn_mask=layout.key_mask,
+    mask = None if layout.key_mask is None else layout.key_mask.repeat(n, 1, 1, 1)
+    o = F.scaled_dot_product_attention(q.flatten(0, 1)[:, :, None], k, v, attn_mask=mask,
                                        scale=parts.scaling, enable_gqa=True)
-    hidden = x[rows] + parts.o_proj(o.flatten(1))
+    hidden = x[:, rows] + parts.o_proj(o.view(n, len(rows), -1))
     return hidden + parts.mlp(parts.post_norm(hidden))
 
 
+def _heads(t: torch.Tensor, head_dim: int) -> torch.Tensor:
+    """(..., heads·head_dim) → (..., heads, head_dim)."""
+    return t.view(*t.shape[:-1], -1, head_dim)
+
+
 def _rope(t: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding of (rows, heads, head_dim), as Qwen3 applies it."""
+    """Rotary embedding of (…, rows, heads, head_dim), as Qwen3 applies it."""
     half = t.shape[-1] // 2
     rotated = torch.cat((-t[..., half:], t[..., :half]), dim=-1)
     return t * cos[:, None] + rotated * sin[:, None]
 
 
 def _padded(flat: torch.Tensor, layout: Layout) -> torch.Tensor:
-    """(rows, ...) → (B, width, ...)."""
-    batch, width = len(layout.lens), layout.width
+    """(K, rows, ...) → (K·B, width, ...): candidate-major, then sequence."""
+    n, batch, width = len(flat), len(layout.lens), layout.width
     if layout.pad_index is None:
-        return flat.view(batch, width, *flat.shape[1:])
-    out = flat.new_zeros((batch * width, *flat.shape[1:]))
-    out[layout.pad_index] = flat
-    return out.view(batch, width, *flat.shape[1:])
+        return flat.reshape(n * batch, width, *flat.shape[2:])
+    out = flat.new_zeros((n, batch * width, *flat.shape[2:]))
+    out[:, layout.pad_index] = flat
+    return out.view(n * batch, width, *flat.shape[2:])
 
 
 def _flat(padded: torch.Tensor, layout: Layout) -> torch.Tensor:
-    """(B, width, ...) → (rows, ...), real tokens only."""
-    merged = padded.reshape(-1, *padded.shape[2:])
-    return merged if layout.pad_index is None else merged[layout.pad_index]
+    """(K·B, width, ...) → (K, rows, ...), real tokens only."""
+    merged = padded.reshape(-1, len(layout.lens) * layout.width, *padded.shape[2:])
+    return merged if layout.pad_index is None else merged[:, layout.pad_index]
 
 
 def prefix_of(encoder: Encoder, transcripts: Sequence[str], **options: object) -> PrefixCache:
@@ -262,8 +345,14 @@ def prefix_of(encoder: Encoder, transcripts: Sequence[str], **options: object) -
 class CachedFeaturizer:
     """Training's featurizer: fixed transcripts, features for many SVF scale vectors."""
 
-    def __init__(self, encoder: Encoder, transcripts: Sequence[str], **options: object):
+    def __init__(self, encoder: Encoder, transcripts: Sequence[str],
+                 activation_bytes: int | None = None, **options: object):
         self.cache = prefix_of(encoder, transcripts, **options)
+        self.activation_bytes = activation_bytes  # None: the device's ACTIVATION_BYTES
 
     def features(self, index: np.ndarray, scales: np.ndarray) -> np.ndarray:
         return features(self.cache, scales, index).numpy()
+
+    def features_many(self, index: np.ndarray, scales: np.ndarray) -> np.ndarray:
+        """(K, len(index), hidden) for (K, count) scales: a generation in one pass."""
+        return features_many(self.cache, scales, index, self.activation_bytes).numpy()

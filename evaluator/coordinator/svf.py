@@ -4,6 +4,10 @@ Each matrix `W0 = U·diag(s)·Vᵀ` is decomposed once; a scale vector `c` makes
 `U·diag(s ⊙ c)·Vᵀ`. A scaled matrix is applied in whichever form costs fewer
 multiply-adds for the tokens at hand: factored `((x·V) ⊙ s·c)·Uᵀ` (with `x·V`
 possibly cached where the input is frozen) or a reconstructed dense weight.
+
+K scale vectors can be bound at once, as a (K, count) array: each matrix then maps
+inputs of shape (K, tokens, in), or a shared (tokens, in), to (K, tokens, out), one
+slice per candidate, with K gains or K dense weights (a batched matmul).
 """
 
 from __future__ import annotations
@@ -57,17 +61,20 @@ class SVFLinear(nn.Module):
         return dense * self.rank + n_tokens * dense
 
     def reconstruct(self, scale: torch.Tensor) -> torch.Tensor:
-        """The dense weight `U·diag(s ⊙ scale)·Vᵀ`, computed in fp32."""
+        """The dense weight `U·diag(s ⊙ scale)·Vᵀ` in fp32; (K, out, in) for (K, rank) scales."""
         gain = self.s * scale.to(self.s)
-        return ((self.u.float() * gain) @ self.vh.float()).to(self.weight.dtype)
+        return ((self.u.float() * gain.unsqueeze(-2)) @ self.vh.float()).to(self.weight.dtype)
 
     def set_scale(self, scale: torch.Tensor | None, dense: bool = False) -> None:
-        """Bind a scale vector (None: the original weight, bit for bit)."""
+        """Bind a scale vector, or (K, rank) of them (None: the original weight, bit for bit)."""
         if scale is None:
             self.gain = self.dense = None
             return
-        self.gain = (self.s * scale.to(self.s)).to(self.weight.dtype)
+        gain = (self.s * scale.to(self.s)).to(self.weight.dtype)
+        self.gain = gain if gain.dim() == 1 else gain[:, None, :]  # broadcasts over tokens
         self.dense = self.reconstruct(scale) if dense else None
+        if self.dense is not None and self.dense.dim() == 3 and len(self.dense) == 1:
+            self.dense = self.dense[0]  # one candidate: the plain linear kernel, as for one θ
 
     def coords(self, x: torch.Tensor) -> torch.Tensor:
         """`x·V`: the input in the right singular basis (cacheable when x is frozen)."""
@@ -80,9 +87,12 @@ class SVFLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gain is None:
             return F.linear(x, self.weight, self.bias)
-        if self.dense is not None:
+        if self.dense is None:
+            return self.from_coords(self.coords(x))
+        if self.dense.dim() == 2:
             return F.linear(x, self.dense, self.bias)
-        return self.from_coords(self.coords(x))
+        out = torch.matmul(x, self.dense.mT)  # (K, tokens, in) · (K, in, out)
+        return out if self.bias is None else out + self.bias
 
 
 class SVF:
@@ -105,28 +115,36 @@ class SVF:
         return sum(m.rank for m in self.modules.values())
 
     def split(self, scales: np.ndarray | torch.Tensor) -> dict[str, torch.Tensor]:
-        """One scale vector per matrix, in SVF_MATRICES order."""
-        scales = torch.as_tensor(np.asarray(scales, dtype=np.float32)).reshape(-1)
-        if scales.numel() != self.count:
-            raise SubmissionError(f"the SVF scales have {scales.numel()} numbers, this encoder "
+        """One scale vector (or (K, rank) block, for (K, count) scales) per matrix, in order."""
+        scales = torch.as_tensor(np.asarray(scales, dtype=np.float32))
+        if scales.dim() != 2:
+            scales = scales.reshape(-1)
+        if scales.shape[-1] != self.count:
+            raise SubmissionError(f"the SVF scales have {scales.shape[-1]} numbers, this encoder "
                                   f"has {self.count} singular values in its 7 matrices")
         device = next(iter(self.modules.values())).s.device
-        parts = torch.split(scales.to(device), [m.rank for m in self.modules.values()])
+        parts = torch.split(scales.to(device), [m.rank for m in self.modules.values()], dim=-1)
         return dict(zip(self.modules, parts, strict=True))
+
+    def choose(self, n_tokens: int, coords_cached: Collection[str] = ()) -> dict[str, str]:
+        """Each matrix's cheaper form for a pass over `n_tokens` tokens (per candidate)."""
+        forms = {}
+        for name, module in self.modules.items():
+            if name in coords_cached:
+                forms[name] = FACTORED_CACHED
+            elif module.reconstructed_cost(n_tokens) < module.factored_cost(n_tokens):
+                forms[name] = RECONSTRUCTED
+            else:
+                forms[name] = FACTORED
+        return forms
 
     def apply(self, scales: np.ndarray | torch.Tensor, n_tokens: int,
               coords_cached: Collection[str] = ()) -> dict[str, str]:
-        """Bind scales for a pass over `n_tokens` tokens, each matrix in its cheaper form."""
-        forms = {}
+        """Bind scales ((count,) or (K, count)) for a pass over `n_tokens` tokens per candidate,
+        each matrix in its cheaper form."""
+        forms = self.choose(n_tokens, coords_cached)
         for name, scale in self.split(scales).items():
-            module = self.modules[name]
-            if name in coords_cached:
-                module.set_scale(scale)
-                forms[name] = FACTORED_CACHED
-                continue
-            dense = module.reconstructed_cost(n_tokens) < module.factored_cost(n_tokens)
-            module.set_scale(scale, dense=dense)
-            forms[name] = RECONSTRUCTED if dense else FACTORED
+            self.modules[name].set_scale(scale, dense=forms[name] == RECONSTRUCTED)
         self.forms = forms
         return forms
 

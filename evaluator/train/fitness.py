@@ -8,7 +8,7 @@ argmax the evaluator takes, so training and evaluation read one function of the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -24,6 +24,14 @@ class Featurizer(Protocol):
 
     def features(self, index: np.ndarray, scales: np.ndarray) -> np.ndarray:
         """(len(index), hidden) L2-normalised features of items[index]."""
+
+
+@runtime_checkable
+class BatchedFeaturizer(Featurizer, Protocol):
+    """A featurizer that evaluates a whole generation's scales in one call."""
+
+    def features_many(self, index: np.ndarray, scales: np.ndarray) -> np.ndarray:
+        """(K, len(index), hidden) for (K, count) scales: row k is `features(index, scales[k])`."""
 
 
 def expected_accuracy(head: np.ndarray, feats: np.ndarray, correct: np.ndarray,
@@ -43,12 +51,22 @@ def argmax_accuracy(head: np.ndarray, feats: np.ndarray, correct: np.ndarray,
 def evaluate_population(thetas: Sequence[np.ndarray], index: np.ndarray, targets: np.ndarray,
                         featurizer: Featurizer, rules: Competition) -> np.ndarray:
     """Each θ's expected accuracy on items[index], against `targets` (TrainingSet.targets)."""
+    if not len(thetas):
+        return np.array([])
+    heads, scales = zip(*(tensors_from_theta(np.asarray(theta, dtype=np.float32), rules)
+                          for theta in thetas), strict=True)
+    feats = population_features(featurizer, index, np.stack(scales))
     correct = targets[index]
-    values = []
-    for theta in thetas:
-        head, scales = tensors_from_theta(np.asarray(theta, dtype=np.float32), rules)
-        values.append(expected_accuracy(head, featurizer.features(index, scales), correct, rules))
-    return np.array(values)
+    return np.array([expected_accuracy(head, f, correct, rules)
+                     for head, f in zip(heads, feats, strict=True)])
+
+
+def population_features(featurizer: Featurizer, index: np.ndarray,
+                        scales: np.ndarray) -> Sequence[np.ndarray]:
+    """Each candidate's features of items[index]: one batched call where the featurizer has one."""
+    if isinstance(featurizer, BatchedFeaturizer):
+        return featurizer.features_many(index, scales)
+    return [featurizer.features(index, s) for s in scales]
 
 
 def encoder_featurizer(encoder: Any, data: TrainingSet, rules: Competition) -> Featurizer:

@@ -10,9 +10,12 @@ from evaluator.cli import main
 from evaluator.coordinator.encoder import load_encoder
 from evaluator.rules import Competition
 
-BENCH_FIELDS = ("naive_s", "cached_s", "prefix_s", "per_theta_naive_s", "per_theta_cached_s",
-                "per_theta_ratio", "generation_ratio", "decisions_equal", "limit_ratio",
-                "svf_form_naive", "svf_form_cached")
+BENCH_FIELDS = ("naive_s", "cached_s", "batched_s", "prefix_s", "per_theta_naive_s",
+                "per_theta_cached_s", "per_theta_batched_s", "per_theta_ratio", "generation_ratio",
+                "generation_ratio_with_prefix", "per_candidate_generation_ratio",
+                "batching_speedup", "decisions_equal", "max_feature_diff_batched", "limit_ratio",
+                "limit_ratio_with_prefix", "candidates_per_pass", "svf_form_naive",
+                "svf_form_cached")
 
 
 def test_make_tiny_writes_a_checkpoint_and_its_rules(tmp_path, capsys):
@@ -34,7 +37,10 @@ def test_bench_tiny_reports_every_field(tmp_path, capsys):
     for field in BENCH_FIELDS:
         assert field in result and f"{field}:" in printed
     assert result["decisions_equal"] is True
-    assert result["limit_ratio"] > 1
+    assert result["max_feature_diff_batched"] < 1e-5
+    assert result["limit_ratio"] > result["limit_ratio_with_prefix"] > 1
+    # the prefix build is a cost the generation ratio leaves out and the other one counts
+    assert result["generation_ratio"] > result["generation_ratio_with_prefix"]
     assert result["svf_form_cached"]["q_proj"].startswith("factored")
 
 
@@ -42,3 +48,18 @@ def test_bench_tiny_reports_every_field(tmp_path, capsys):
 def test_bench_refuses_empty_runs(flag, capsys):
     assert main(["bench", "coordinator", flag, "0"]) == 2
     assert f"{flag} must be at least 1" in capsys.readouterr().err
+
+
+def test_bench_batches_a_generation_within_the_given_budget(tmp_path):
+    out = tmp_path / "bench.json"
+    argv = ["bench", "coordinator", "-N", "2", "-K", "3", "-R", "1", "--activation-mib", "64",
+            "--json", str(out)]
+    assert main(argv) == 0
+    result = json.loads(out.read_text())
+    assert result["candidates_per_pass"] == 3
+    assert result["decisions_equal"] is True
+
+
+def test_bench_refuses_a_negative_budget(capsys):
+    assert main(["bench", "coordinator", "--activation-mib", "-1"]) == 2
+    assert "--activation-mib must not be negative" in capsys.readouterr().err

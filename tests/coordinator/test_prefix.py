@@ -9,9 +9,17 @@ import pytest
 import torch
 
 from evaluator.coordinator import head as routing
+from evaluator.coordinator import prefix
 from evaluator.coordinator.encoder import Encoder
-from evaluator.coordinator.prefix import CachedFeaturizer, features, prefix_of
-from evaluator.errors import EncoderError
+from evaluator.coordinator.prefix import (
+    CachedFeaturizer,
+    candidate_bytes,
+    candidates_per_pass,
+    features,
+    features_many,
+    prefix_of,
+)
+from evaluator.errors import EncoderError, SubmissionError
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +122,121 @@ def test_featurizer_gives_numpy_rows_for_training(encoder, texts, cache):
 def test_bad_indices_are_refused(cache, index):
     with pytest.raises(EncoderError, match="indices"):
         features(cache, None, index)
+
+
+# ---------------------------------------------------------------- a generation at once
+
+def _population(rules, k: int, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """K heads with large logits and their (K, count) SVF scales, far from 1."""
+    rng = np.random.default_rng(seed)
+    thetas = [np.concatenate([rng.normal(0, 50.0, rules.n_head_params),
+                              np.exp(rng.normal(0, 0.8, rules.svf_scale_count))]) for _ in range(k)]
+    n = rules.n_head_params
+    return [t[:n].reshape(rules.head_shape) for t in thetas], np.stack(thetas)[:, n:].astype(np.float32)
+
+
+def _budget(cache, per_pass: int, index=None) -> int:
+    """The activation budget that fits `per_pass` candidates in each pass over `index`."""
+    wanted = set(range(len(cache)) if index is None else np.asarray(index).tolist())
+    lens = [[cache.lengths[s] for s in c.seqs if s in wanted] for c in cache.chunks]
+    lens = [row for row in lens if row]
+    widest = max(candidate_bytes(cache.encoder, row) for row in lens)
+    assert candidates_per_pass(cache.encoder, lens, per_pass * widest) == per_pass
+    return per_pass * widest
+
+
+def _assert_same_as_one_by_one(cache, heads, scales, index=None, budget=None, atol=1e-6):
+    batched = features_many(cache, scales, index, budget)
+    assert batched.shape == (len(scales), len(cache) if index is None else len(index),
+                             cache.encoder.hidden_size)
+    rules = cache.encoder.rules
+    for head, scale, rows in zip(heads, scales, batched, strict=True):
+        alone = features(cache, scale, index)
+        assert torch.allclose(rows, alone, atol=atol)
+        decisions = routing.decide(routing.logits(rows, head, rules), rules)
+        assert decisions == routing.decide(routing.logits(alone, head, rules), rules)
+    return batched
+
+
+@pytest.mark.parametrize(("k", "per_pass"), [
+    # one pass for the whole generation
+    (1, 1),
+    (4, 4),
+    # K over the budget: passes of 2, 2, 2 and 1 candidates
+    (7, 2),
+    # the device's default budget
+    (5, None),
+])
+def test_a_generation_at_once_equals_each_candidate_alone(encoder, cache, k, per_pass):
+    heads, scales = _population(encoder.rules, k, seed=k)
+    budget = None if per_pass is None else _budget(cache, per_pass)
+    batched = _assert_same_as_one_by_one(cache, heads, scales, budget=budget)
+    picks = routing.decide(routing.logits(batched[0], heads[0], encoder.rules), encoder.rules)
+    assert len({d.model for d in picks}) > 1  # the θ really routes
+
+
+def test_a_generation_matches_the_full_forward(encoder, texts, cache):
+    heads, scales = _population(encoder.rules, 3, seed=20)
+    index = np.arange(0, 240, 4)
+    batched = features_many(cache, scales, index, _budget(cache, 3, index))
+    rules = encoder.rules
+    for head, scale, rows in zip(heads, scales, batched, strict=True):
+        full = encoder.features([texts[i] for i in index], scale)
+        assert torch.allclose(rows, full, atol=2e-5)
+        assert (routing.decide(routing.logits(rows, head, rules), rules)
+                == routing.decide(routing.logits(full, head, rules), rules))
+
+
+@pytest.mark.parametrize("per_pass", [1, 3, 6])
+def test_a_generation_on_a_subset_in_any_order(encoder, cache, per_pass):
+    heads, scales = _population(encoder.rules, 6, seed=30)
+    index = np.array([17, 3, 200, 4, 239, 0, 118, 119])
+    batched = _assert_same_as_one_by_one(cache, heads, scales, index, _budget(cache, per_pass, index))
+    whole = features_many(cache, scales, budget_bytes=_budget(cache, per_pass))
+    assert torch.allclose(batched, whole[:, index], atol=1e-6)
+
+
+@pytest.mark.parametrize("spill", [False, True])
+def test_a_generation_over_spilled_or_recomputed_chunks(encoder, texts, cache, tmp_path,
+                                                        monkeypatch, spill):
+    small = prefix_of(encoder, texts[:60], budget_bytes=1_000_000, chunk_tokens=300,
+                      spill_dir=tmp_path if spill else None)
+    held = sum(c.tensors is not None for c in small.chunks)
+    assert 0 < held < len(small.chunks) and any(tmp_path.iterdir()) == spill
+    heads, scales = _population(encoder.rules, 5, seed=40)
+    loads = []
+    real_load = prefix._load
+    monkeypatch.setattr(prefix, "_load", lambda *a: loads.append(1) or real_load(*a))
+    batched = features_many(small, scales, budget_bytes=_budget(small, 2))
+    assert len(loads) == len(small.chunks)  # each chunk once, not once per candidate
+    for scale, rows in zip(scales, batched, strict=True):
+        assert torch.allclose(rows, features(cache, scale, range(60)), atol=1e-5)
+    _assert_same_as_one_by_one(small, heads, scales, [59, 0, 31, 7], _budget(small, 3, [59, 0, 31, 7]))
+
+
+def test_a_generation_with_an_earlier_svf_layer(encoder, texts):
+    early = Encoder(encoder.model, encoder.tokenizer,
+                    dataclasses.replace(encoder.rules, svf_layer=1))
+    cache = prefix_of(early, texts[:40])
+    heads, scales = _population(early.rules, 4, seed=50)
+    batched = _assert_same_as_one_by_one(cache, heads, scales, budget=_budget(cache, 4))
+    assert torch.allclose(batched[1], early.features(texts[:40], scales[1]), atol=2e-5)
+
+
+def test_featurizer_scores_a_generation_in_one_call(encoder, texts, cache):
+    featurizer = CachedFeaturizer(encoder, texts[:10], activation_bytes=1 << 30)
+    _, scales = _population(encoder.rules, 3, seed=60)
+    index = np.array([7, 2, 5])
+    rows = featurizer.features_many(index, scales)
+    assert isinstance(rows, np.ndarray) and rows.shape == (3, 3, encoder.hidden_size)
+    for scale, block in zip(scales, rows, strict=True):
+        assert np.allclose(block, featurizer.features(index, scale), atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(768,), (2, 767), (2, 3, 768)])
+def test_badly_shaped_generations_are_refused(cache, shape):
+    with pytest.raises(SubmissionError, match=r"\(K, 768\)"):
+        features_many(cache, np.ones(shape, dtype=np.float32))
 
 
 @pytest.mark.gpu

@@ -81,3 +81,56 @@ def test_installing_twice_keeps_one_decomposition(encoder):
     layer = encoder.body.layers[encoder.rules.svf_layer]
     again = SVF(layer)
     assert again.modules["o_proj"] is encoder.svf.modules["o_proj"]
+
+
+@pytest.mark.parametrize("dense", [False, True])
+@pytest.mark.parametrize("shared_input", [False, True])
+def test_k_scale_vectors_bound_at_once_give_each_its_own_output(dense, shared_input):
+    module = SVFLinear(_linear(96, 48))
+    scales = torch.exp(torch.randn(4, module.rank))
+    x = torch.randn(7, 48) if shared_input else torch.randn(4, 7, 48)
+    module.set_scale(scales, dense=dense)
+    batched = module(x)
+    assert batched.shape == (4, 7, 96)
+    for k, scale in enumerate(scales):
+        module.set_scale(scale, dense=dense)
+        assert torch.allclose(batched[k], module(x if shared_input else x[k]), atol=1e-5)
+
+
+def test_k_scale_vectors_from_cached_coordinates():
+    module = SVFLinear(_linear(64, 32))
+    x = torch.randn(5, 32)
+    scales = torch.exp(torch.randn(3, module.rank))
+    module.set_scale(scales)
+    batched = module.from_coords(module.coords(x))
+    for k, scale in enumerate(scales):
+        module.set_scale(scale)
+        assert torch.allclose(batched[k], module.from_coords(module.coords(x)), atol=1e-6)
+
+
+def test_one_candidate_of_a_batch_is_the_plain_linear_bit_for_bit():
+    module = SVFLinear(_linear(64, 32))
+    x = torch.randn(5, 32)
+    scale = torch.exp(torch.randn(module.rank))
+    module.set_scale(scale, dense=True)
+    alone = module(x)
+    module.set_scale(scale[None], dense=True)
+    assert module.dense.dim() == 2
+    assert torch.equal(module(x[None])[0], alone)
+
+
+def test_k_scale_vectors_bind_every_matrix_in_the_same_form(encoder):
+    scales = np.exp(np.random.default_rng(0).normal(0, 0.3, (3, encoder.svf.count)))
+    forms = encoder.svf.apply(scales, n_tokens=5000, coords_cached=("q_proj",))
+    try:
+        assert forms == encoder.svf.choose(5000, ("q_proj",))
+        assert encoder.svf.modules["o_proj"].dense.shape[0] == 3
+        assert encoder.svf.modules["q_proj"].gain.shape == (3, 1, encoder.svf.modules["q_proj"].rank)
+    finally:
+        encoder.svf.reset()
+
+
+@pytest.mark.parametrize("shape", [(2, 767), (2, 769), (0, 7168)])
+def test_a_batch_of_wrong_sized_scales_is_refused(encoder, shape):
+    with pytest.raises(SubmissionError, match="768 singular values"):
+        encoder.svf.apply(np.ones(shape), n_tokens=1)

@@ -399,3 +399,36 @@ def test_scales_step_sets_how_far_the_svf_scales_move(problem, tmp_path):
         _, scales = read_weights(tmp_path / name / "best.safetensors", TINY)
         moved.append(float(np.abs(scales - 1).mean()))
     assert moved[1] < moved[0] / 10
+
+
+def test_a_generation_in_one_batched_call_scores_as_candidate_by_candidate(tmp_path, tiny):
+    from evaluator.coordinator import CachedFeaturizer, load_encoder
+    from evaluator.coordinator import head as routing
+    from evaluator.submission import tensors_from_theta
+
+    path, rules = tiny
+    rows, _ = routing_problem(24, rules=rules)
+    data = load_training_set(write_data(tmp_path / "data", rows), BENCHES, rules)
+    transcripts = [coordinator_transcript(r.item.prompt, []) for r in data.rows]
+    # a budget wide enough that the whole generation runs as one batched pass
+    batched = CachedFeaturizer(load_encoder(str(path), rules, "cpu"), transcripts,
+                               activation_bytes=1 << 30)
+
+    class OneByOne:  # the same cache, without the batched call
+        def features(self, index, scales):
+            return batched.features(index, scales)
+
+    rng = np.random.default_rng(3)
+    thetas = [initial_theta(rules) + rng.normal(0, 0.5, rules.n_params).astype(np.float32)
+              for _ in range(6)]
+    index, targets = minibatch(data, generation=0, seed=0, size=12), data.targets(0.5)
+    values = evaluate_population(thetas, index, targets, batched, rules)
+    assert np.allclose(values, evaluate_population(thetas, index, targets, OneByOne(), rules),
+                       atol=1e-6)
+    feats = fitness.population_features(batched, index, np.stack([t[rules.n_head_params:]
+                                                                  for t in thetas]))
+    for theta, rows_k in zip(thetas, feats, strict=True):
+        head, scales = tensors_from_theta(theta, rules)
+        picks = routing.choices(routing.logits(rows_k, head, rules), rules)
+        alone = routing.choices(routing.logits(batched.features(index, scales), head, rules), rules)
+        assert all(np.array_equal(a, b) for a, b in zip(picks, alone, strict=True))
