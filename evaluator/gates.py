@@ -258,23 +258,36 @@ def check_scope(sub: Submission, ctx: GateContext) -> str | None:
         return reason
     expected = Store(sub.repo).next_generation(login, ctx.attempts, ctx.pr, exclude=sub.folder)
     if int(generation) != expected:
-        return f"this is generation {generation} but your next generation is {expected}; rename the folder"
+        return (f"this is generation {generation} but your next generation is {expected}; pack "
+                f"it again as that generation (a renamed folder no longer matches its receipt)")
     return None
 
 
 # ---------------------------------------------------------------- gates 1–4
 
+def _recent(times: list[datetime], now: datetime, rules: Competition) -> list[datetime]:
+    window = timedelta(hours=rules.rate_limit_hours)
+    return sorted(t for t in times if now - window < t <= now)
+
+
+def slot_opens(times: list[datetime], now: datetime, rules: Competition) -> datetime | None:
+    """When a miner whose counted attempts were at `times` may submit again; None: now."""
+    recent = _recent(times, now, rules)
+    if len(recent) < rules.rate_limit_count:
+        return None
+    return recent[-rules.rate_limit_count] + timedelta(hours=rules.rate_limit_hours)
+
+
 def check_rate_limit(sub: Submission, ctx: GateContext) -> str | None:
-    window = timedelta(hours=ctx.rules.rate_limit_hours)
-    recent = sorted(a.time for a in ctx.attempts
-                    if a.miner.lower() == sub.login.lower()
-                    and (ctx.head_sha is None or a.head_sha != ctx.head_sha)
-                    and a.head_sha not in ctx.refunded
-                    and ctx.now - window < a.time <= ctx.now)
-    if len(recent) >= ctx.rules.rate_limit_count:
-        opens = recent[-ctx.rules.rate_limit_count] + window
-        return (f"{len(recent)} submission(s) in the last {ctx.rules.rate_limit_hours} h; the limit is "
-                f"{ctx.rules.rate_limit_count}. Your next slot opens at {format_time(opens)}")
+    times = [a.time for a in ctx.attempts
+             if a.miner.lower() == sub.login.lower()
+             and (ctx.head_sha is None or a.head_sha != ctx.head_sha)
+             and a.head_sha not in ctx.refunded]
+    opens = slot_opens(times, ctx.now, ctx.rules)
+    if opens is not None:
+        return (f"{len(_recent(times, ctx.now, ctx.rules))} submission(s) in the last "
+                f"{ctx.rules.rate_limit_hours} h; the limit is {ctx.rules.rate_limit_count}. "
+                f"Your next slot opens at {format_time(opens)}")
     return None
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 from contextlib import nullcontext
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from evaluator.advice import NextStep, next_step, submission_advisories
+from evaluator.advisories import Advisory
 from evaluator.commands.output import (
     annotate,
     append_summary,
@@ -56,13 +59,16 @@ def add_gates(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exit-zero", action="store_true",
                    help="exit 0 when a gate fails too (the outcome is in the report); "
                         "non-zero then means the gates could not run")
-    p.set_defaults(func=run_bot)
+    p.set_defaults(func=run_bot, ledger=None)
 
 
 def add_preflight(p: argparse.ArgumentParser) -> None:
     p.add_argument("submission", help="submissions/<login>/<n>")
     p.add_argument("--repo", type=Path, default=Path("."), help="repository root")
     p.add_argument("--author", help="your GitHub login (default: the folder's)")
+    p.add_argument("--ledger", type=Path,
+                   help="your run's ledger.jsonl: also advise when the receipt's cost or ledger "
+                        "head is not what it records (advisories never block)")
     p.add_argument("--now", help=argparse.SUPPRESS)
     p.set_defaults(func=run_preflight, changed_files=None, pr=None, head_sha=None,
                    json_out=None, comment=None, rules_url="", record_attempt=False, push=False,
@@ -104,29 +110,43 @@ def run_bot(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     with github_output() if args.format == "github" else nullcontext():
         if args.push:
-            report, _ = publish(args.repo, [LEADERBOARD_DIR], f"leaderboard: attempt of PR "
-                                f"#{args.pr}", lambda: _check(args, now, changes),
-                                args.remote, args.branch)
+            checked, _ = publish(args.repo, [LEADERBOARD_DIR], f"leaderboard: attempt of PR "
+                                 f"#{args.pr}", lambda: _check(args, now, changes),
+                                 args.remote, args.branch)
         else:
-            report = _check(args, now, changes)
-        _emit(report, args)
-    return 0 if report.passed or args.exit_zero else 1
+            checked = _check(args, now, changes)
+        _emit(checked, args)
+    return 0 if checked.report.passed or args.exit_zero else 1
 
 
-def _check(args: argparse.Namespace, now: datetime, changes: list[Change] | None) -> GateReport:
+@dataclass(frozen=True)
+class Checked:
+    """The gates' verdict, and what the miner is told besides (neither changes it)."""
+
+    report: GateReport
+    step: NextStep | None
+    advisories: list[Advisory]
+
+    def to_dict(self) -> dict:
+        return {**self.report.to_dict(), "advisories": [a.to_dict() for a in self.advisories],
+                "next_step": None if self.step is None else self.step.to_dict()}
+
+
+def _check(args: argparse.Namespace, now: datetime, changes: list[Change] | None) -> Checked:
     """The gates on the checkout as it is now, recording the attempt if asked."""
     ctx = context_for(args.repo, args.author, args.rules, now, changes, args.pr, args.head_sha)
     sub = Submission(args.repo, args.submission, args.rules)
     report = run_gates(sub, ctx)
+    step = next_step(sub, report, ctx, recorded=args.record_attempt)
     if args.record_attempt and report.passed_gate(1):
         store = Store(args.repo)
         generation = store.next_generation(sub.login, ctx.attempts, args.pr, exclude=sub.folder)
         store.record_attempt(attempt_of(sub, report, ctx, generation))
-    return report
+    return Checked(report, step, submission_advisories(sub, report, args.ledger))
 
 
-def _emit(report: GateReport, args: argparse.Namespace) -> None:
-    github = args.format == "github"
+def _emit(checked: Checked, args: argparse.Namespace) -> None:
+    github, report = args.format == "github", checked.report
     lines = []
     for r in report.results:
         mark = {True: "✓", False: "✗", None: "–"}[r.passed]
@@ -134,10 +154,13 @@ def _emit(report: GateReport, args: argparse.Namespace) -> None:
         lines.append(f"{mark} gate {r.number} {r.name}: {detail}")
     lines.append("all gates passed" if report.passed else
                  f"gate {report.failed.number} ({report.failed.name}) failed")
+    lines += [f"advisory [{a.id}] (never blocks): {a.message}; {a.fix}"
+              for a in checked.advisories]
     say(lines, github)
-    write_json_out(args.json_out, report.to_dict())
-    comment = render(COMMENT_TEMPLATE, report=report, folder=args.submission, closes=True,
-                     rules_url=args.rules_url)
+    write_json_out(args.json_out, checked.to_dict())
+    comment = render(COMMENT_TEMPLATE, report=report, step=checked.step,
+                     advisories=checked.advisories, folder=args.submission, closes=True,
+                     rules=args.rules, rules_url=args.rules_url)
     write_text_out(args.comment, comment)
     if github:
         if report.failed:

@@ -11,16 +11,23 @@ import itertools
 import json
 import os
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from evaluator.cli import main
 from evaluator.commands.gh import RECORD_STEPS
 from evaluator.errors import GitHubError
+from evaluator.files import parse_time
+from evaluator.pool.ledger import Ledger
 from evaluator.rules import OFFICIAL
 from evaluator.store import Store
+from evaluator.train.data import TrainingSet
+from evaluator.train.run import TrainConfig, run_training
+from evaluator.types import AnsweredItem, Item, ModelAnswer
 
 EVENTS = Path(__file__).with_name("events")
 STRANGER = "mallory"
@@ -35,9 +42,10 @@ class World:
         self.make_submission, self.replayer = make_submission, replayer
         self.counter = itertools.count()
 
-    def files(self, login: str, generation: int = 1, seed: int = 0) -> dict[str, bytes | Path]:
+    def files(self, login: str, generation: int = 1, seed: int = 0,
+              **overrides) -> dict[str, bytes | Path]:
         folder = self.make_submission(self.tmp / f"src-{login}-{seed}-{next(self.counter)}",
-                                      login, generation, seed=seed)
+                                      login, generation, seed=seed, **overrides)
         return {f"submissions/{login}/{generation}/{p.name}": p.read_bytes()
                 for p in sorted(folder.iterdir())}
 
@@ -233,6 +241,151 @@ def test_a_strangers_marker_comment_is_never_taken_for_the_bots(world):
     assert (stranger["user"]["login"], stranger["body"]) == (STRANGER, forged)
     assert bot["user"]["login"] == "github-actions[bot]" and "Gates passed" in bot["body"]
     assert ("POST", "/graphql") in world.fake.calls  # the identity is asked, not assumed
+
+
+# ---------------------------------------------------------------- following the advice
+
+class Features:
+    """Stands in for the encoder: fixed random features, moved a little by the SVF scales."""
+
+    def __init__(self, n: int, hidden: int) -> None:
+        self.base = np.random.default_rng(0).normal(size=(n, hidden))
+
+    def features(self, index, scales):
+        f = self.base[index] * scales[:self.base.shape[1]]
+        return f / np.linalg.norm(f, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def miner_run(tmp_path) -> Path:
+    """A miner's finished training run (tiny data, the official head), ready for `pack`."""
+    benches = ("math500", "mmlu", "livecodebench")
+    rows = [AnsweredItem(Item(benches[i // 10], f"q{i}", f"question {i}", "1"),
+                         {m: ModelAnswer("…", (i + j) % 3 == 0)
+                          for j, m in enumerate(OFFICIAL.pool_names)}) for i in range(30)]
+    data = TrainingSet(rows, np.repeat(np.arange(3), 10),
+                       np.array([r.correct_vector(OFFICIAL.pool_names) for r in rows]), benches)
+    ledger = tmp_path / "collected-ledger.jsonl"
+    Ledger(ledger).append("qwen3.5-35b-a3b", 100, 50, 0.42, "req-1")
+    config = TrainConfig.resolve(OFFICIAL, benches, generations=3, popsize=6, minibatch=12)
+    run_dir = tmp_path / "experiments" / "r1"
+    run_training(run_dir, config, data, Features(30, OFFICIAL.hidden_size), OFFICIAL,
+                 ledger_source=ledger)
+    return run_dir
+
+
+def _steps(body: str) -> dict:
+    """The next step a failed gates comment gives, as the commands and times it names."""
+    found = {"folder": re.search(r"adds\s+only `([^`]+)/`", body),
+             "pack": re.search(r"`(tinyrouter pack [^`]+)`", body),
+             "preflight": re.search(r"`(tinyrouter preflight [^`]+)`", body),
+             "from": re.search(r"From (\S+), when your next submission slot opens", body)}
+    return {k: m and m.group(1) for k, m in found.items()}
+
+
+def follow(world, monkeypatch, number: int, author: str, failed: dict, run_dir: Path):
+    """Do exactly what the failed PR's comment says, as its miner, and gate the new PR."""
+    step = _steps(world.fake.comment_bodies(failed["pr"])[-1])
+    if step["from"]:  # the miner waits until then
+        monkeypatch.setattr("evaluator.commands.gates.utc_now", lambda: parse_time(step["from"]))
+    checkout = world.remote.clone(world.tmp / f"miner-{next(world.counter)}")  # up-to-date main
+    monkeypatch.chdir(checkout)
+    if step["pack"]:
+        argv = shlex.split(step["pack"].replace("experiments/YOUR-RUN", str(run_dir)))
+        assert main(argv[1:]) == 0
+    else:  # the same folder, fixed: only its own files
+        for path, content in failed["files"].items():
+            if path.startswith(step["folder"] + "/"):
+                (checkout / path).parent.mkdir(parents=True, exist_ok=True)
+                (checkout / path).write_bytes(content)
+    assert main(shlex.split(step["preflight"])[1:]) == 0
+    folder = checkout / step["folder"]
+    files = {f"{step['folder']}/{p.name}": p.read_bytes() for p in sorted(folder.iterdir())}
+    sha = world.open_pr(number, author, files)
+    run, runner = world.gates(number, sha)
+    return step, run, runner
+
+
+def _stray_file(world):
+    files = {**world.files("alice"), "docs/notes.md": b"hello"}
+    return {"pr": 80, "author": "alice", "files": files}
+
+
+def _generation_skipped(world):
+    return {"pr": 80, "author": "alice", "files": world.files("alice", generation=2)}
+
+
+def _second_pr_within_a_day(world):
+    world.submit(79, "alice", seed=1)
+    return {"pr": 80, "author": "alice", "files": world.files("alice", generation=2, seed=2)}
+
+
+def _new_head_on_a_gated_pr(world):
+    world.submit(80, "alice", seed=1)
+    return {"pr": 80, "author": "alice", "files": world.files("alice", seed=2), "push": True}
+
+
+def _zero_head(world):
+    return {"pr": 80, "author": "alice",
+            "files": world.files("alice", head=np.zeros(OFFICIAL.head_shape, np.float32))}
+
+
+def _copied_head(world):
+    world.submit(79, "alice", seed=1)
+    return {"pr": 80, "author": "bob", "files": world.files("bob", seed=1)}
+
+
+def _free_receipt(world):
+    return {"pr": 80, "author": "alice", "files": world.files("alice", total_cost_usd=0.0)}
+
+
+FAILURES = [
+    # no attempt recorded (gates 0 and 1): nothing spent, the same folder when its name is right
+    ("gate 0, a file outside the folder", _stray_file, 0, "same folder, now"),
+    ("gate 0, a generation skipped", _generation_skipped, 0, "pack submissions/alice/1, now"),
+    ("gate 1, a second PR within the window", _second_pr_within_a_day, 1, "same folder, later"),
+    ("gate 1, a new head on a gated PR", _new_head_on_a_gated_pr, 1,
+     "pack submissions/alice/2, later"),
+    # the attempt recorded (gates 2–4): slot and generation spent, a fresh pack one on
+    ("gate 2, an all-zero head", _zero_head, 2, "pack submissions/alice/2, later"),
+    ("gate 3, a copied head", _copied_head, 3, "pack submissions/bob/2, later"),
+    ("gate 4, a receipt with no cost", _free_receipt, 4, "pack submissions/alice/2, later"),
+]
+
+
+@pytest.mark.parametrize(("case", "make", "gate", "advice"), FAILURES,
+                         ids=[f[0] for f in FAILURES])
+def test_following_a_failed_gates_advice_passes_the_gates(world, monkeypatch, miner_run, case,
+                                                          make, gate, advice):
+    failed = make(world)
+    if failed.get("push"):
+        sha = world.push(failed["pr"], failed["files"])
+    else:
+        sha = world.open_pr(failed["pr"], failed["author"], failed["files"])
+    run, runner = world.gates(failed["pr"], sha)
+    assert passed(runner) == "false", run.log
+    body = world.fake.comment_bodies(failed["pr"])[-1]
+    assert f"Gate {gate} " in body and world.fake.pulls[failed["pr"]]["state"] == "closed"
+    assert ("No attempt was recorded" in body) == (gate < 2)
+
+    step, run, runner = follow(world, monkeypatch, 90, failed["author"], failed, miner_run)
+    how = f"pack {step['folder']}" if step["pack"] else "same folder"
+    assert f"{how}, {'later' if step['from'] else 'now'}" == advice
+    assert passed(runner) == "true", run.log
+    assert "Gates passed" in world.fake.comment_bodies(90)[0]
+
+
+def test_a_gates_comment_shows_advisories_apart_and_they_never_block(world):
+    head = np.random.default_rng(3).normal(0, 0.1, OFFICIAL.head_shape).astype(np.float32)
+    head[OFFICIAL.n_models:] = head[OFFICIAL.n_models]  # the role rows cannot change a turn
+    sha = world.open_pr(81, "alice", world.files("alice", head=head))
+    run, runner = world.gates(81, sha)
+
+    assert passed(runner) == "true", run.log
+    [body] = world.fake.comment_bodies(81)
+    verdict, advisories = body.split("#### Advisories (these never block)")
+    assert "Gates passed" in verdict and "roles\\-fixed" in advisories
+    assert world.fake.labels[81] == {"gates-passed"} and len(world.fake.dispatches) == 1
 
 
 # ---------------------------------------------------------------- racing jobs
