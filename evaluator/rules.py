@@ -172,6 +172,8 @@ class Competition:
     # share of each benchmark's collected rows a run keeps out of training, so that
     # `tinyrouter score` can measure the head on rows it never fitted
     train_holdout: float = 0.2
+    # training rows the role fit reads after the search (evaluator/train/roles.py)
+    train_role_rows: int = 300
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property

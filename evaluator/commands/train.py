@@ -28,6 +28,12 @@ def add_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shrink", type=float, help="weight, 0 to 1, of the model's rate on the "
                    "question's category in each answer's correctness; 0 scores each cached answer "
                    "alone (default: the rules')")
+    p.add_argument("--role-rows", type=int, metavar="N",
+                   help="training rows the role fit reads after the search: the head learns to "
+                        "answer as the Worker on turn 1 and judge as the Verifier on turn 2, from "
+                        "the collected answers, no call made; each row's turn-2 transcript is "
+                        "encoded once (default: the rules'; 0 leaves the role rows as the search "
+                        "left them)")
     p.add_argument("--holdout", type=float, help="share of each benchmark's rows kept out of "
                    "training, for `tinyrouter score` (default: the rules'; 0 keeps none)")
     p.add_argument("--init", metavar="HEAD", help="start from this head instead of W = 0: a run "
@@ -62,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
     from evaluator.train.data import LEDGER_FILE, load_training_set, split_holdout
     from evaluator.train.fitness import encoder_featurizer
     from evaluator.train.live import pool_live_fitness
-    from evaluator.train.run import TrainConfig, run_training
+    from evaluator.train.roles import fit_rows, turn2_transcripts
+    from evaluator.train.run import RoleData, TrainConfig, run_training
 
     rules = args.rules
     start = resolve_head(args.init, args.repo, rules) if args.init else None
@@ -72,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         live_items=args.live_items if args.live else 0,
         holdout=rules.train_holdout if args.holdout is None else args.holdout,
         init=start.weights_sha256 if start else "",
+        role_rows=rules.train_role_rows if args.role_rows is None else args.role_rows,
         **{name: getattr(args, name) for name in TRAINING_OPTIONS})
     if args.threads:
         import torch
@@ -82,15 +90,18 @@ def run(args: argparse.Namespace) -> int:
     if config.holdout > 0:
         data, heldout = split_holdout(data, config.holdout, config.seed, rules)
     run_dir = args.experiments / args.run_name
-    encoder, live = config.encoder, None
-    if config.live:
-        from evaluator.coordinator.router import load_router
+    from evaluator.coordinator.router import load_router
 
-        router = load_router(config.encoder, rules)
-        encoder = router.encoder
+    # one encoder for the turn-1 and turn-2 featurizers and the live loop
+    router, live, roles = load_router(config.encoder, rules), None, None
+    if config.live:
         live = pool_live_fitness(data, router, args.pool_url, run_dir / LEDGER_FILE, rules,
                                  config.seed, config.live_items)
-    featurizer = encoder_featurizer(encoder, data, rules)
+    featurizer = encoder_featurizer(router.encoder, data, rules)
+    if config.role_rows:
+        rows = fit_rows(data, config.role_rows, config.seed)
+        turn2 = turn2_transcripts(data, rows, config.seed, rules)
+        roles = RoleData(rows, encoder_featurizer(router.encoder, data, rules, turn2))
     if args.progress_every is not None and args.progress_every < 1:
         raise TrainingError("--progress-every must be at least 1")
     bar = tqdm(total=config.generations, desc=args.run_name, unit="gen",
@@ -110,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         summary = run_training(run_dir, config, data, featurizer, rules, resume=args.resume,
                                ledger_source=args.data / LEDGER_FILE, on_generation=progress,
                                live=live, heldout=heldout,
-                               start=None if start is None else start.theta)
+                               start=None if start is None else start.theta, roles=roles)
     finally:
         bar.close()
     print(f"{run_dir}: {summary['optimizer']['generations']} generations, "
@@ -121,6 +132,10 @@ def run(args: argparse.Namespace) -> int:
         held = len(heldout[name]) if heldout else 0
         print(f"  {name:<14} train argmax accuracy {t['argmax_acc']:.4f} "
               f"(expected {t['expected_acc']:.4f}, {t['items']} items; {held} held out)")
+        if "roles" in t:
+            print(f"  {'':<14} roles fitted on {t['roles']['rows']} rows: Worker on turn 1 for "
+                  f"{t['roles']['turn1_worker']:.0%}, Verifier on turn 2 for "
+                  f"{t['roles']['turn2_verifier']:.0%}")
     if start is not None:
         warn_if_close(run_dir, start, featurizer, data, rules)
     from evaluator.cli import invocation

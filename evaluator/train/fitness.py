@@ -69,8 +69,10 @@ def population_features(featurizer: Featurizer, index: np.ndarray,
     return [featurizer.features(index, s) for s in scales]
 
 
-def encoder_featurizer(encoder: Any, data: TrainingSet, rules: Competition) -> Featurizer:
-    """Features through the coordinator's frozen-prefix cache of each turn-1 transcript.
+def encoder_featurizer(encoder: Any, data: TrainingSet, rules: Competition,
+                       transcripts: Sequence[str] | None = None) -> Featurizer:
+    """Features through the coordinator's frozen-prefix cache of each row's turn-1 transcript
+    (the query alone), or of `transcripts` when given (row k: the k-th transcript).
 
     `encoder` is a hub id, a local folder, or an already loaded coordinator encoder.
     """
@@ -79,5 +81,6 @@ def encoder_featurizer(encoder: Any, data: TrainingSet, rules: Competition) -> F
 
     if isinstance(encoder, str):
         encoder = load_encoder(encoder, rules)
-    transcripts = [coordinator_transcript(row.item.prompt, []) for row in data.rows]
-    return CachedFeaturizer(encoder, transcripts)
+    if transcripts is None:
+        transcripts = [coordinator_transcript(row.item.prompt, []) for row in data.rows]
+    return CachedFeaturizer(encoder, list(transcripts))

@@ -41,6 +41,7 @@ from evaluator.train.fitness import (
     expected_accuracy,
 )
 from evaluator.train.live import LiveFitness, live_weight
+from evaluator.train.roles import role_choices, with_roles
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,7 @@ class TrainConfig:
     live_items: int = 0  # live questions per benchmark and generation, with `live`
     holdout: float = 0.0  # share of each benchmark's rows kept out of training
     init: str = ""  # the weights hash of the head training starts from ("": W = 0)
+    role_rows: int = 0  # training rows the role fit reads (0: the role rows as CMA-ES left them)
 
     @classmethod
     def resolve(cls, rules: Competition, benchmarks: tuple[str, ...], **given: Any) -> TrainConfig:
@@ -94,6 +96,9 @@ class TrainConfig:
             raise TrainingError(f"--shrink {self.shrink} must lie between 0 and 1")
         if self.live and self.live_items < 1:
             raise TrainingError("--live-items must be positive")
+        if self.role_rows < 0:
+            raise TrainingError(f"--role-rows must be 0 (no role fit) or positive, "
+                                f"not {self.role_rows}")
         if not 0 <= self.holdout < 1:
             raise TrainingError(f"--holdout {self.holdout} must be at least 0 and below 1")
 
@@ -209,13 +214,15 @@ def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
                  ledger_source: Path | None = None,
                  on_generation: Callable[[dict], None] | None = None,
                  live: LiveFitness | None = None, heldout: dict[str, list[str]] | None = None,
-                 start: np.ndarray | None = None) -> dict[str, Any]:
+                 start: np.ndarray | None = None,
+                 roles: RoleData | None = None) -> dict[str, Any]:
     """Train to `config.generations` (continuing a checkpoint with `resume`); returns the summary.
 
     With `config.live`, each candidate's fitness also counts its live accuracy, weighted as
     the score weighs live against cached accuracy; `live` plays the questions. `heldout`:
     the item ids kept out of `data`, recorded for `tinyrouter score`. `start`: the θ to
-    start from (`config.init` names its weights hash), else W = 0 and scales 1.
+    start from (`config.init` names its weights hash), else W = 0 and scales 1. `roles`:
+    the turn-2 transcripts of `config.role_rows` rows, whose role rows are fitted at the end.
     """
     run_dir = Path(run_dir)
     if config.live and live is None:
@@ -224,6 +231,9 @@ def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
         raise TrainingError(f"run name {run_dir.name!r} must match {NAME_RE.pattern}")
     if (start is None) != (not config.init):
         raise TrainingError("a start θ and its weights hash (config.init) go together")
+    if (roles is None) != (config.role_rows == 0):
+        raise TrainingError("a role fit needs the turn-2 transcripts (train.roles) and "
+                            "config.role_rows together")
     if (heldout is None) != (config.holdout == 0):
         raise TrainingError("split the held-out rows off first (data.split_holdout) and pass "
                             "their ids, or train with holdout 0")
@@ -267,14 +277,42 @@ def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
             on_generation(history[-1])
     if not history:
         raise TrainingError("no generation was trained; ask for at least one (--generations)")
-    summary = summarize(run_dir, config, data, featurizer, history, rules)
+    if roles is not None:
+        fit_role_rows(run_dir, featurizer, roles, rules)
+    summary = summarize(run_dir, config, data, featurizer, history, rules, roles)
     write_json(run_dir / SUMMARY_FILE, summary)
     return summary
 
 
+@dataclass(frozen=True)
+class RoleData:
+    """The rows the role fit reads (`roles.fit_rows`) and their turn-2 transcripts' featurizer
+    (its row k is data.rows[rows[k]])."""
+
+    rows: np.ndarray
+    featurizer: Featurizer
+
+    def features(self, featurizer: Featurizer,
+                 scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rows' turn-1 and turn-2 features under the scales."""
+        return (featurizer.features(self.rows, scales),
+                self.featurizer.features(np.arange(len(self.rows)), scales))
+
+
+def fit_role_rows(run_dir: Path, featurizer: Featurizer, roles: RoleData,
+                  rules: Competition) -> None:
+    """Replace the trained head's role rows by the fit on its own features (train/roles.py)."""
+    head, scales = read_weights(run_dir / BEST_FILE, rules)
+    tmp = run_dir / f".{BEST_FILE}.tmp"
+    write_weights(tmp, with_roles(head, *roles.features(featurizer, scales), rules), scales)
+    tmp.replace(run_dir / BEST_FILE)
+
+
 def summarize(run_dir: Path, config: TrainConfig, data: TrainingSet, featurizer: Featurizer,
-              history: list[dict], rules: Competition) -> dict[str, Any]:
-    """The run's settings and how its final head does on each benchmark's training rows."""
+              history: list[dict], rules: Competition,
+              roles: RoleData | None = None) -> dict[str, Any]:
+    """The run's settings and how its final head does on each benchmark's training rows (with
+    `roles`, also how often it answers on turn 1 and judges on turn 2 on the fit's rows)."""
     head, scales = read_weights(run_dir / BEST_FILE, rules)
     feats = featurizer.features(np.arange(len(data.rows)), scales)
     per_bench = {}
@@ -285,10 +323,18 @@ def summarize(run_dir: Path, config: TrainConfig, data: TrainingSet, featurizer:
                                                              rules),
                            "argmax_acc": argmax_accuracy(head, feats[rows], data.correct[rows],
                                                          rules)}
+    if roles is not None:
+        turn1, turn2 = roles.features(featurizer, scales)
+        for b, name in enumerate(data.benchmarks):
+            mine = data.benchmark_of[roles.rows] == b
+            if mine.any():
+                per_bench[name]["roles"] = {"rows": int(mine.sum()), **role_choices(
+                    head, turn1[mine], turn2[mine], rules)}
     return {"format": CHECKPOINT_FORMAT, "run_name": run_dir.name,
             "benchmarks": list(data.benchmarks), "pool": list(rules.pool_names),
             "n_params": rules.n_params, "encoder": config.encoder, "data": config.data,
             "live": config.live, "minibatch": config.minibatch, "holdout": config.holdout,
+            "role_rows": config.role_rows,
             "init_weights_sha256": config.init or None,
             "scales_step": config.scales_step, "shrink": config.shrink,
             "optimizer": {"name": OPTIMIZER_NAME, "popsize": config.popsize,

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from evaluator.cli import main
+from evaluator.coordinator.router import Router
 from evaluator.errors import TrainingError
-from evaluator.loop import coordinator_transcript
+from evaluator.loop import TURN_HEADER_RE, WORKER, coordinator_transcript
 from evaluator.rules import OFFICIAL
 from evaluator.submission import read_weights, theta_from_tensors
 from evaluator.train import fitness
@@ -18,7 +19,8 @@ from evaluator.train.fitness import (
     expected_accuracy,
 )
 from evaluator.train.live import pool_live_fitness
-from evaluator.train.run import TrainConfig, initial_theta, run_training
+from evaluator.train.roles import fit_roles, fit_rows, role_choices, turn2_transcripts
+from evaluator.train.run import RoleData, TrainConfig, initial_theta, run_training
 from evaluator.types import AnsweredItem, Item, ModelAnswer
 
 TINY = dataclasses.replace(OFFICIAL, hidden_size=8, svf_scale_count=7 * 8)
@@ -304,9 +306,11 @@ def test_train_command_runs_and_resumes(tmp_path, monkeypatch, capsys):
     competition = tmp_path / "tiny.json"
     competition.write_text(json.dumps({"hidden_size": 8, "svf_scale_count": 56}))
     monkeypatch.setattr(fitness, "encoder_featurizer", lambda enc, d, rules: FakeFeatures(base))
+    monkeypatch.setattr("evaluator.coordinator.router.load_router",
+                        lambda encoder, rules: Router(None, rules))
     argv = ["--competition", str(competition), "train", "--benchmarks", ",".join(BENCHES),
             "--run-name", "r1", "--data", str(data), "--experiments", str(tmp_path / "exp"),
-            "--popsize", "6", "--minibatch", "20", "--no-progress"]
+            "--popsize", "6", "--minibatch", "20", "--no-progress", "--role-rows", "0"]
     assert main([*argv, "--generations", "2"]) == 0
     assert main([*argv, "--generations", "3", "--resume"]) == 0
     history = json.loads((tmp_path / "exp" / "r1" / "history.json").read_text())
@@ -432,3 +436,134 @@ def test_a_generation_in_one_batched_call_scores_as_candidate_by_candidate(tmp_p
         picks = routing.choices(routing.logits(rows_k, head, rules), rules)
         alone = routing.choices(routing.logits(batched.features(index, scales), head, rules), rules)
         assert all(np.array_equal(a, b) for a, b in zip(picks, alone, strict=True))
+
+
+# ---------------------------------------------------------------- roles
+
+
+@pytest.fixture
+def role_problem(tmp_path):
+    rows, base = routing_problem()
+    data = load_training_set(write_data(tmp_path / "data", rows), BENCHES, TINY)
+    # every transcript's state shares a direction, and turn 2's (after a Worker block) moves
+    # along another, as a real encoder's last-token states do
+    first = base.copy()
+    first[:, -2] += 6.0
+    second = first.copy()
+    second[:, -1] += 6.0
+    return data, FakeFeatures(first), second
+
+
+def role_config(generations, role_rows, **kw):
+    return TrainConfig.resolve(TINY, BENCHES, generations=generations, popsize=12, sigma0=0.3,
+                               minibatch=40, role_rows=role_rows, **kw)
+
+
+def test_a_turn_2_transcript_shows_one_cached_worker_answer_as_the_loop_would(role_problem):
+    data, _, _ = role_problem
+    short = dataclasses.replace(OFFICIAL, transcript_output_chars=40)
+    for row in data.rows:
+        for answer in row.answers.values():
+            object.__setattr__(answer, "text", "x" * 100)
+    rows = fit_rows(data, 50, seed=0)
+    transcripts = turn2_transcripts(data, rows, 0, short)
+    headers = [TURN_HEADER_RE.findall(t) for t in transcripts]
+    assert all(len(h) == 1 and h[0][:2] == ("1", WORKER) for h in headers)
+    assert all(t.startswith("QUERY:\n" + data.rows[i].item.prompt)
+               for t, i in zip(transcripts, rows, strict=True))
+    assert all("characters omitted" in t and "x" * 100 not in t for t in transcripts)
+    # a seeded draw of the shown model, not always the same one
+    assert len({h[0][2] for h in headers}) == len(OFFICIAL.pool_names)
+    assert turn2_transcripts(data, rows, 0, short) == transcripts
+    assert turn2_transcripts(data, rows, 1, short) != transcripts
+
+
+def test_the_fit_reads_a_seeded_subset_of_the_rows(role_problem):
+    data, _, _ = role_problem
+    rows = fit_rows(data, 50, seed=0)
+    assert len(set(rows)) == 50 and list(rows) == sorted(rows)
+    assert np.array_equal(rows, fit_rows(data, 50, 0))
+    assert not np.array_equal(rows, fit_rows(data, 50, 1))
+    assert np.array_equal(fit_rows(data, 10**6, 0), np.arange(len(data.rows)))
+
+
+def test_the_role_fit_separates_answering_from_judging(role_problem):
+    data, turn1, second = role_problem
+    every = np.arange(len(data.rows))
+    ones = np.ones(TINY.svf_scale_count, np.float32)
+    a, b = turn1.features(every, ones), FakeFeatures(second).features(every, ones)
+    rows = fit_roles(a[:60], b[:60])
+    head = np.zeros(TINY.head_shape, np.float32)
+    head[TINY.n_models:] = rows
+    held_out = role_choices(head, a[60:], b[60:], TINY)  # rows the fit never read
+    assert held_out == {"turn1_worker": 1.0, "turn2_verifier": 1.0}
+    assert np.isfinite(rows).all() and np.linalg.norm(rows) < 100  # the penalty bounds them
+    assert np.array_equal(fit_roles(a[:60], b[:60]), rows)  # deterministic
+
+
+def test_a_trained_head_answers_on_turn_1_and_judges_on_turn_2(role_problem, tmp_path):
+    data, turn1, second = role_problem
+    rows = fit_rows(data, 60, seed=0)
+    roles = RoleData(rows, FakeFeatures(second[rows]))
+    fitted = run_training(tmp_path / "roles", role_config(30, 60), data, turn1, TINY,
+                          roles=roles)
+    plain = run_training(tmp_path / "plain", role_config(30, 0), data, turn1, TINY)
+    for bench, without in zip(fitted["train"].values(), plain["train"].values(), strict=True):
+        assert bench["roles"]["turn1_worker"] >= 0.95
+        assert bench["roles"]["turn2_verifier"] >= 0.95
+        # the model rows, and so the routing, are the search's: the fit touches roles only
+        assert bench["argmax_acc"] == without["argmax_acc"]
+        assert "roles" not in without
+    head, scales = read_weights(tmp_path / "plain" / "best.safetensors", TINY)
+    left = role_choices(head, *roles.features(turn1, scales), TINY)
+    assert min(left.values()) < 0.9  # left to the search, the role rows only drift
+    fitted_head, _ = read_weights(tmp_path / "roles" / "best.safetensors", TINY)
+    assert np.array_equal(fitted_head[:TINY.n_models], head[:TINY.n_models])
+
+
+def test_a_role_fit_and_its_transcripts_go_together(role_problem, tmp_path):
+    data, turn1, second = role_problem
+    with pytest.raises(TrainingError, match="together"):
+        run_training(tmp_path / "a", role_config(2, 8), data, turn1, TINY)
+    with pytest.raises(TrainingError, match="together"):
+        run_training(tmp_path / "b", role_config(2, 0), data, turn1, TINY,
+                     roles=RoleData(np.arange(8), FakeFeatures(second[:8])))
+    with pytest.raises(TrainingError, match="--role-rows"):
+        role_config(2, -1)
+
+
+def test_the_train_command_fits_the_roles_by_default(tmp_path, monkeypatch, capsys):
+    rows, base = routing_problem()
+    data = write_data(tmp_path / "data", rows)
+    competition = tmp_path / "tiny.json"
+    competition.write_text(json.dumps({"hidden_size": 8, "svf_scale_count": 56}))
+    seen = []
+
+    def featurizer(encoder, data, rules, transcripts=None):
+        seen.append(transcripts)
+        feats = base[:len(transcripts)].copy() if transcripts is not None else base.copy()
+        feats[:, -2] += 6.0
+        feats[:, -1] += 0.0 if transcripts is None else 6.0
+        return FakeFeatures(feats)
+
+    monkeypatch.setattr(fitness, "encoder_featurizer", featurizer)
+    monkeypatch.setattr("evaluator.coordinator.router.load_router",
+                        lambda encoder, rules: Router(None, rules))
+    argv = ["--competition", str(competition), "train", "--benchmarks", ",".join(BENCHES),
+            "--data", str(data), "--experiments", str(tmp_path / "exp"), "--popsize", "8",
+            "--minibatch", "20", "--no-progress", "--generations", "3"]
+    assert main([*argv, "--run-name", "r1", "--role-rows", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "roles fitted on" in out and "Worker on turn 1 for" in out
+    summary = json.loads((tmp_path / "exp" / "r1" / "summary.json").read_text())
+    assert summary["role_rows"] == 40 and len(seen[1]) == 40
+    assert sum(bench["roles"]["rows"] for bench in summary["train"].values()) == 40
+    assert main([*argv, "--run-name", "r2"]) == 0
+    capsys.readouterr()
+    summary = json.loads((tmp_path / "exp" / "r2" / "summary.json").read_text())
+    trained = sum(bench["items"] for bench in summary["train"].values())
+    assert summary["role_rows"] == OFFICIAL.train_role_rows
+    assert len(seen[3]) == min(trained, OFFICIAL.train_role_rows)
+    assert main([*argv, "--run-name", "r3", "--role-rows", "0"]) == 0
+    assert "roles fitted" not in capsys.readouterr().out
+    assert len(seen) == 5  # no turn-2 transcripts when the roles are left alone

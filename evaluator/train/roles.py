@@ -1,0 +1,86 @@
+"""The role rows, fitted from collected rows without a live call.
+
+A session ends when a Verifier accepts (SPEC §4), so the cheapest good session answers on
+turn 1 and is judged on turn 2: two turns, where an untrained head runs to the turn cap.
+Both transcripts can be built from what `collect` kept: turn 1 is the query alone, where a
+Worker should answer; turn 2 is the query and one pool model's cached Worker answer (a
+seeded draw per row, so the fit does not learn whether the answer is right), where a
+Verifier should judge it.
+
+The role rows never change which model is called, and the cached fitness CMA-ES climbs never
+reads them, so they are fitted after the search, on the trained head's own features (its SVF
+scales): a softmax regression of those two targets with an L2 penalty, on up to
+`role_rows` training rows. It is convex and takes about a second at most, whatever the number
+of generations; its only cost is encoding the turn-2 transcripts once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from evaluator.coordinator import head as routing
+from evaluator.loop import VERIFIER, WORKER, Turn, coordinator_transcript, truncate_output
+from evaluator.rules import ROLES, Competition
+from evaluator.train.data import TrainingSet
+
+ROLE_STREAM = 3  # keeps the role draws apart from the minibatch, live and held-out streams
+ANSWERING, JUDGING = ROLES.index(WORKER), ROLES.index(VERIFIER)
+L2 = 1e-4  # penalty on the role rows' squared norm: bounded weights on separable features
+STEPS = 3000
+STEP_SIZE = 2.0  # the features are unit vectors, so the loss is smooth enough for this step
+
+
+def fit_rows(data: TrainingSet, limit: int, seed: int) -> np.ndarray:
+    """The (sorted) training rows the role fit reads: all of them, or a seeded `limit`."""
+    if limit >= len(data.rows):
+        return np.arange(len(data.rows))
+    rng = np.random.default_rng([seed, ROLE_STREAM])
+    return np.sort(rng.choice(len(data.rows), size=limit, replace=False))
+
+
+def turn2_transcripts(data: TrainingSet, rows: Sequence[int], seed: int,
+                      rules: Competition) -> list[str]:
+    """Each row's query followed by one pool model's cached Worker answer, as the loop shows it."""
+    picks = np.random.default_rng([seed, ROLE_STREAM, 1]).integers(rules.n_models,
+                                                                   size=len(data.rows))
+    transcripts = []
+    for i in rows:
+        row, model = data.rows[i], rules.pool_names[picks[i]]
+        text = row.answers[model].text
+        turn = Turn(model=model, role=WORKER, text=text, shown=truncate_output(text, rules))
+        transcripts.append(coordinator_transcript(row.item.prompt, [turn]))
+    return transcripts
+
+
+def fit_roles(turn1: np.ndarray, turn2: np.ndarray) -> np.ndarray:
+    """(n_roles, hidden) role rows: Worker on the turn-1 features, Verifier on the turn-2 ones,
+    by gradient descent on the mean cross-entropy plus L2·‖rows‖²."""
+    feats = np.concatenate([turn1, turn2]).astype(np.float64)
+    target = np.zeros((len(feats), len(ROLES)))
+    target[:len(turn1), ANSWERING] = 1.0
+    target[len(turn1):, JUDGING] = 1.0
+    rows = np.zeros((len(ROLES), feats.shape[1]))
+    for _ in range(STEPS):
+        p = routing.softmax(feats @ rows.T)
+        grad = (p - target).T @ feats / len(feats) + 2 * L2 * rows
+        rows -= STEP_SIZE * grad
+    return rows.astype(np.float32)
+
+
+def with_roles(head: np.ndarray, turn1: np.ndarray, turn2: np.ndarray,
+               rules: Competition) -> np.ndarray:
+    """The head with its role rows replaced by the fit; the model rows untouched."""
+    fitted = np.array(head, dtype=np.float32, copy=True)
+    fitted[rules.n_models:] = fit_roles(turn1, turn2)
+    return fitted
+
+
+def role_choices(head: np.ndarray, turn1: np.ndarray, turn2: np.ndarray,
+                 rules: Competition) -> dict[str, float]:
+    """How the argmax roles come out: the share of turn-1 Worker and turn-2 Verifier picks."""
+    _, first = routing.choices(routing.logits(turn1, head, rules), rules)
+    _, second = routing.choices(routing.logits(turn2, head, rules), rules)
+    return {"turn1_worker": float(np.mean(first == ANSWERING)),
+            "turn2_verifier": float(np.mean(second == JUDGING))}
