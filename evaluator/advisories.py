@@ -51,8 +51,8 @@ def weight_advisories(head: np.ndarray, scales: np.ndarray, rules: Competition) 
         found.append(Advisory(
             "roles-fixed", "the role rows are all alike, so every turn takes the same role "
             "and the loop never plans or verifies",
-            "train the role rows too (`tinyrouter train --live`), or start from a head whose "
-            "role rows differ"))
+            "train with the role fit on (`tinyrouter train --role-rows N`, on by default), or "
+            "start from a head whose role rows differ"))
     if _spread(np.asarray(head, np.float64)[:rules.n_models]) == 0:
         found.append(Advisory(
             "models-fixed", "the model rows are all alike, so every question goes to the first "

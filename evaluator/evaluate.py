@@ -57,6 +57,7 @@ from evaluator.submission import Submission
 from evaluator.types import AnsweredItem, Decision, Item
 
 log = logging.getLogger(__name__)
+CHALLENGER_LABEL, KING_LABEL = "challenger", "king"  # whose numbers a log line gives
 OVERFIT_GATE = "gate 5 (overfit)"
 BEHAVIOUR_GATE = "gate 3 (duplicate, behaviour)"
 
@@ -171,8 +172,9 @@ def live_items(sets: Sets, bench: str) -> list[Item]:
 
 def measure_cached(run: HeadRun, router: Router, theta: np.ndarray,
                    halves: Mapping[str, Mapping[str, list[AnsweredItem]]],
-                   rules: Competition) -> None:
-    """Turn-1 decisions on eval and audit; each picks that model's cached, graded answer."""
+                   rules: Competition, who: str = CHALLENGER_LABEL) -> None:
+    """Turn-1 decisions on eval and audit; each picks that model's cached, graded answer.
+    `who` (challenger or king) labels the log lines."""
     for bench in rules.benchmarks:
         rows = halves[bench]
         transcripts = [coordinator_transcript(r.item.prompt, []) for s in PARTITION
@@ -186,18 +188,18 @@ def measure_cached(run: HeadRun, router: Router, theta: np.ndarray,
             run.decisions[bench][split] = list(mine)
             run.correct[bench][split] = [row.answers[d.model].correct
                                          for row, d in zip(rows[split], mine, strict=True)]
-        log.info("%s: %d cached decisions", bench, len(transcripts))
+        log.info("%s %s: %d cached decisions", who, bench, len(transcripts))
 
 
 def measure_live(run: HeadRun, router: Router, theta: np.ndarray, sets: Sets,
-                 run_live: LiveRunner, rules: Competition) -> None:
+                 run_live: LiveRunner, rules: Competition, who: str = CHALLENGER_LABEL) -> None:
     def decide(transcripts: list[str]) -> list[Decision]:
         return router.decide(transcripts, theta)
 
     for bench in rules.benchmarks:
         items, started = live_items(sets, bench), time.monotonic()
         run.live[bench] = run_live(bench, items, decide)
-        log.info("%s: %d live questions in %.1f s", bench, len(items),
+        log.info("%s %s: %d live questions in %.1f s", who, bench, len(items),
                  time.monotonic() - started)
 
 
@@ -269,14 +271,15 @@ def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: 
     theirs = None
     if king is not None:
         theirs = HeadRun()
-        measure_cached(theirs, router, king.theta, halves, rules)
+        measure_cached(theirs, router, king.theta, halves, rules, who=KING_LABEL)
     novelties = {b: novelty(mine.decisions[b]["eval"],
                             None if theirs is None else theirs.decisions[b]["eval"], rules)
                  for b in rules.benchmarks}
     runs = [(theirs, king), (mine, challenger)] if theirs is not None else [(mine, challenger)]
     for run, contender in runs:
         try:
-            measure_live(run, router, contender.theta, sets, run_live, rules)
+            measure_live(run, router, contender.theta, sets, run_live, rules,
+                         who=KING_LABEL if contender is king else CHALLENGER_LABEL)
         except PoolError as exc:
             log.warning("live play stopped: %s", type(exc).__name__)
             return void(stamp, mine, theirs, king, pool_reason(exc))

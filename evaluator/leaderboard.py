@@ -233,9 +233,17 @@ def seed_king(repo: Path, submission_dir: Path, data: dict[str, Any],
 # ---------------------------------------------------------------- validate
 
 
-def validate_state(repo: Path, rules: Competition) -> int:
-    """Check every leaderboard file against its schema and the others; return files checked."""
-    store, checked = Store(Path(repo)), 0
+@dataclass(frozen=True)
+class Checked:
+    """What `validate_state` read: state files (king, history, manifest, …) and results."""
+
+    files: int
+    results: int
+
+
+def validate_state(repo: Path, rules: Competition) -> Checked:
+    """Check every leaderboard file against its schema and the others."""
+    store, checked, results = Store(Path(repo)), 0, 0
     for kind, name in (("king", KING_FILE), ("history", HISTORY_FILE),
                        ("manifest", MANIFEST_FILE), ("fairness", FAIRNESS_FILE)):
         data = read_json(store.file(name))
@@ -252,9 +260,9 @@ def validate_state(repo: Path, rules: Competition) -> int:
                                      result.evaluated_at):
             raise LeaderboardError(f"{where} holds the result of {result.miner} generation "
                                    f"{result.generation}; move it to match")
-        checked += 1
+        results += 1
     _check_king_history(store)
-    return checked
+    return Checked(checked, results)
 
 
 def _check_king_history(store: Store) -> None:

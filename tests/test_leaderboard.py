@@ -10,6 +10,7 @@ import pytest
 from evaluator.errors import LeaderboardError
 from evaluator.files import dumps
 from evaluator.leaderboard import (
+    Checked,
     apply_result,
     check_private,
     check_result,
@@ -165,7 +166,7 @@ def test_first_king_writes_king_history_and_result(repo):
     assert king.ci95 is None  # the first king beat no one
     assert king.crowned_at == "2026-11-11T12:00:00Z"
     assert [k.miner for k in Store(repo).history()] == ["alice"]
-    assert validate_state(repo, rules=OFFICIAL) == 3
+    assert validate_state(repo, rules=OFFICIAL) == Checked(files=2, results=1)
 
 
 def test_dethroning_records_the_previous_king(repo):
@@ -230,7 +231,7 @@ def test_void_and_stale_evaluations_keep_their_own_files_beside_the_decisive_one
     assert {r.outcome for r in store.results()} == {"void", "stale", "lost"}
     # void, then a decisive result of the same head: the attempt counts again
     assert store.refunded_heads() == frozenset()
-    assert validate_state(repo, OFFICIAL) == 3
+    assert validate_state(repo, OFFICIAL).results == 3
 
 
 def test_an_interrupted_apply_finishes_without_duplicates(repo):
@@ -344,7 +345,7 @@ def test_seed_king_needs_the_committed_submission(repo):
 
 
 def test_empty_leaderboard_is_valid(repo):
-    assert validate_state(repo, rules=OFFICIAL) == 0
+    assert validate_state(repo, rules=OFFICIAL) == Checked(files=0, results=0)
 
 
 @pytest.mark.parametrize(("tamper", "message"), [
@@ -374,7 +375,7 @@ def test_attempt_lines_follow_the_attempt_schema(repo):
     Store(repo).record_attempt(Attempt("alice", 1, 12, "a" * 40, "2026-11-20T12:00:00Z",
                                        "b" * 64, "AAAA", True, None))
     validate("attempt", json.loads((repo / "leaderboard/attempts.jsonl").read_text()))
-    assert validate_state(repo, rules=OFFICIAL) == 1
+    assert validate_state(repo, rules=OFFICIAL) == Checked(files=1, results=0)
 
 
 def test_manifest_schema_accepts_the_contract_shape(repo):

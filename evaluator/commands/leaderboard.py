@@ -75,7 +75,9 @@ def run_validate(args: argparse.Namespace) -> int:
         if len(args.results) != 1:
             raise UsageError("--private goes with exactly one result")
         check_private(load_result(args.results[0]), load_result(args.private), args.rules)
-    print(f"leaderboard valid: {checked} state file(s), {len(args.results)} result(s) checked")
+    named = f", and {len(args.results)} named result(s)" if args.results else ""
+    print(f"leaderboard valid: {checked.files} state file(s) and {checked.results} recorded "
+          f"result(s) checked{named}")
     return 0
 
 

@@ -85,6 +85,9 @@ def test_first_king_then_a_loser_then_idempotent_apply(world, capsys):
         assert tinyrouter(world, "leaderboard", "apply", out, "--repo", world["repo"]) == 0
     assert "already recorded" in capsys.readouterr().out
     assert tinyrouter(world, "leaderboard", "validate", out, "--repo", world["repo"]) == 0
+    # both recorded results are counted, and the one named on the command line
+    assert ("2 recorded result(s) checked, and 1 named result(s)"
+            in capsys.readouterr().out)
     assert Store(world["repo"]).king().miner == "alice"
     assert len(Store(world["repo"]).history()) == 1
 

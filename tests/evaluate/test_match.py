@@ -72,6 +72,19 @@ def test_better_challenger_dethrones_and_the_king_is_rescored_on_the_same_items(
     check_result(public, RULES)
 
 
+def test_the_log_says_whose_numbers_each_line_gives(sets, router, pool, caplog):
+    caplog.set_level("INFO", logger="evaluator.evaluate")
+    run(contender(SMART), contender(ALWAYS_0, miner="bob", pr=3), sets, router, pool)
+    lines = [r.getMessage() for r in caplog.records if "cached decisions" in r.getMessage()
+             or "live questions" in r.getMessage()]
+    for who in ("challenger", "king"):
+        for bench in RULES.benchmarks:
+            assert any(line.startswith(f"{who} {bench}: ") and "cached" in line
+                       for line in lines)
+            assert any(line.startswith(f"{who} {bench}: ") and "live" in line for line in lines)
+    assert len(lines) == 4 * len(RULES.benchmarks)
+
+
 def test_novelty_is_symmetric_and_cancels(sets, router, pool):
     result = run(contender(SMART), contender(ALWAYS_0, miner="bob"), sets, router, pool)
     private = result.private(PRECISION)
