@@ -76,7 +76,8 @@ def add_reveal(reveal: argparse.ArgumentParser) -> None:
                         help=f"the sealed benchmark (default: ${DIR_ENV})")
     reveal.add_argument("--split", required=True, metavar="BENCHMARK.SPLIT",
                         help="e.g. math500.pool")
-    reveal.add_argument("--out", required=True, help="the JSON file to write")
+    reveal.add_argument("--out", required=True, help="the JSON file to write (a file only: "
+                        "hidden items printed to standard output would reach the job's log)")
     reveal.set_defaults(func=run_reveal)
 
 
@@ -163,6 +164,9 @@ def run_reveal(args: argparse.Namespace) -> int:
     if benchmark not in args.rules.benchmarks or split not in SPLITS:
         raise UsageError(f"--split must be BENCHMARK.SPLIT, e.g. math500.pool; "
                          f"got {args.split!r}")
+    if args.out == "-":
+        raise UsageError("reveal writes to a file only (--out PATH): hidden items on standard "
+                         "output would reach the job's log")
     record = reveal_split(_directory(args.dir, "--dir"), benchmark, split, password_from_env())
     write_json(args.out, record)
     print(f"wrote {args.out}: {benchmark} {split}, {len(record['rows'])} items in the open")

@@ -299,3 +299,11 @@ def test_a_revealed_split_is_checked_by_anyone(sealed, tmp_path, monkeypatch, ca
                      "--revealed", str(revealed)]) == code
     captured = capsys.readouterr()
     assert expect in (captured.out if code == 0 else captured.err)
+
+
+def test_a_reveal_is_never_printed_where_a_log_would_keep_it(sealed, monkeypatch, capsys):
+    out, _ = sealed
+    monkeypatch.setenv(PASSWORD_ENV, PASSWORD)
+    assert cli.main(["reveal", "--dir", str(out), "--split", "mmlu.live", "--out", "-"]) == 2
+    captured = capsys.readouterr()
+    assert "a file only" in captured.err and captured.out == ""
