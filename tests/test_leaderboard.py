@@ -77,7 +77,7 @@ def test_schemas_are_valid_draft_2020_12(kind):
 
 
 def test_schema_name_pattern_is_the_rules_pattern():
-    assert schema("result")["$defs"]["name"]["pattern"] == f"^{NAME_RE.pattern}$"
+    assert schema("result")["$defs"]["name"]["pattern"] == f"^{NAME_RE.pattern}(?![\\s\\S])"
 
 
 @pytest.mark.parametrize("record", [crowned(), crowned(king=0.58, composite=0.6), lost(),
@@ -103,6 +103,9 @@ BAD_RESULTS = [
     # identity fields
     ("hostile miner", {**lost(), "miner": "<img src=x onerror=alert(1)>"}, "miner"),
     ("short sha", {**lost(), "head_sha": "abc"}, "head_sha"),
+    # `$` in a searched pattern would let a trailing newline through
+    ("miner with a newline", {**lost(), "miner": "alice\n"}, "miner"),
+    ("sha with a newline", {**lost(), "head_sha": "a" * 40 + "\n"}, "head_sha"),
     ("local time", {**lost(), "evaluated_at": "2026-11-20T12:00:00+02:00"}, "evaluated_at"),
     ("unknown outcome", {**lost(), "outcome": "won"}, "outcome"),
     ("string composite", {**crowned(), "composite": "0.6"}, "composite"),
