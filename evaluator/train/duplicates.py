@@ -3,8 +3,14 @@
 Several heads are trained on the demo's public train items with different seeds, the way
 miners would train them; each pair's turn-1 model agreement on those items (what the
 behavioural check compares) is set beside the agreement of every disguised copy of a head
-with its original (see `evaluator.copies`), and beside gate 3's weight cosine of each. The
-threshold must sit above every independent pair and below every copy gate 3 lets through.
+with its original (see `evaluator.copies`), and beside gate 3's weight cosine of each.
+
+How the threshold is chosen: above the most alike independent pair by MARGIN (heads trained
+longer than the measurement's agree more), so an honest head is never flagged. Every copy
+that keeps the model rows is caught by gate 3 first; a copier who moves them past gate 3 on
+purpose is caught while the copy still routes like its original. One moved far enough to pass
+both routes differently on as many items as an independent head does: a different head, which
+symmetric novelty gives nothing and the interval rule must crown on its merits.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from evaluator.train.fitness import encoder_featurizer
 from evaluator.train.run import BEST_FILE, TrainConfig, run_training
 
 EVADING_COSINES = (0.98, 0.95, 0.9, 0.8)  # copies moved past gate 3's cosine on purpose
+MARGIN = 0.10  # of the threshold over the most alike independent pair
 
 
 def theta_of(head: np.ndarray, scales: np.ndarray) -> np.ndarray:
@@ -76,10 +83,14 @@ def measure(router: Router, transcripts: list[str], heads: list[tuple[np.ndarray
         "copies": {kind: {"min_agreement": min(c["agreement"] for c in rows),
                           "max_cosine": max(c["cosine"] for c in rows),
                           "caught_by_gate_3": all(c["cosine"] >= rules.duplicate_cosine
-                                                  for c in rows)}
+                                                  for c in rows),
+                          "caught_by_behaviour": all(c["cosine"] >= rules.duplicate_cosine
+                                                     or c["agreement"] >= rules.duplicate_agreement
+                                                     for c in rows)}
                    for kind, rows in copies.items()},
         "lowest_copy_past_gate_3": min(through_gate_3) if through_gate_3 else None,
         "threshold": rules.duplicate_agreement,
+        "suggested_threshold": round(max(independent) + MARGIN, 2),
     }
 
 
