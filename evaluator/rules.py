@@ -142,7 +142,7 @@ class Competition:
     duplicate_cosine: float = 0.99  # of the model rows, against every earlier attempt
     # share of the public train items whose turn-1 model the challenger picks as the king does.
     # From `tinyrouter bench-agreement` (see evaluator/train/duplicates.py): the most alike
-    # independently trained pair plus a margin of 0.10, rounded to 0.01
+    # independently trained pair plus its MARGIN, rounded to 0.01
     duplicate_agreement: float = 0.88
     max_abs_weight: float = 1e6
     receipt_min_fitness_entries: int = 3
