@@ -22,7 +22,9 @@ from evaluator.sandbox import (
     RLIMITS,
     SANDBOX_HOSTNAME,
     Limits,
+    Run,
     call_function,
+    run_each,
     run_program,
 )
 
@@ -123,13 +125,18 @@ def test_the_memory_limit_binds_the_whole_run_not_each_process(mode):
     assert run_program(source, "", FAST, mode).stdout != "True\n"
 
 
-def test_with_a_cgroup_the_launcher_joins_it_before_the_program_runs(tmp_path, monkeypatch):
+@pytest.mark.parametrize(("run", "pids"), [
+    (lambda: run_program("print(1)", "", FAST, RLIMITS), FAST.processes),
+    (lambda: run_each("print(1)", [Run("")], FAST, RLIMITS)[0], FAST.processes + 1),  # its runner
+])
+def test_with_a_cgroup_the_launcher_joins_it_before_the_program_runs(tmp_path, monkeypatch, run,
+                                                                      pids):
     monkeypatch.setattr(sandbox, "_cgroup_base", lambda: tmp_path)  # a stand-in cgroup folder
-    result = run_program("print(1)", "", FAST, RLIMITS)
+    result = run()
     (group,) = tmp_path.iterdir()
     assert (result.stdout, result.caps) == ("1\n", CGROUP)
     assert (group / "memory.max").read_text() == str(FAST.memory_mb << 20)
-    assert (group / "pids.max").read_text() == str(FAST.processes)
+    assert (group / "pids.max").read_text() == str(pids)
     assert (group / "cgroup.procs").read_text().isdigit()
     assert (group / "cgroup.kill").read_text() == "1"  # whatever was left is killed
 
@@ -331,3 +338,153 @@ def test_without_bubblewrap_the_fallback_is_used_and_said_once(monkeypatch, capl
     assert second.stdout == "3\n"
     assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
     assert "bwrap is not installed" in caplog.records[0].message
+
+
+# Many runs of one program in one sandbox ------------------------------------------------
+
+RUNS_ALIKE = [
+    # exits: clean, with a status and a message, by a signal; call-based, and a missing function
+    ("print(int(input()) * 2)", [Run("1\n"), Run("2\n")]),
+    ("import sys\nsys.stderr.write('oops\\n')\nraise SystemExit(int(input()))",
+     [Run("0\n"), Run("3\n")]),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)", [Run("")]),
+    ("class Solution:\n    def f(self, a):\n        print('noise')\n        return [a, a]\n",
+     [Run("1\n", "f"), Run('"x"\n', "f")]),
+    ("def g():\n    return 1\n", [Run("", "f")]),
+    # limits: memory, output, the wall clock, file size
+    ("x = bytearray(1 << 30)", [Run("")]),
+    ("while True:\n    print('x' * 4096)", [Run("")]),
+    ("import time\ntime.sleep(int(input()))\nprint('woke')", [Run("0\n"), Run("30\n")]),
+    ("open('big', 'wb').write(b'x' * (4 << 20))", [Run("")]),
+]
+
+
+def seen(result: sandbox.RunResult) -> tuple:
+    """What grading reads of a result: a traceback's last line (paths differ per sandbox),
+    none after an overflow (the program races its own kill to say it lost its pipe)."""
+    stderr = [] if result.output_truncated else result.stderr.splitlines()[-1:]
+    return (result.ok, result.reason(), result.stdout, stderr, result.timed_out,
+            result.output_truncated, result.isolation, result.caps)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("source", "runs"), RUNS_ALIKE)
+def test_runs_in_one_sandbox_end_as_each_in_its_own(mode, source, runs):
+    limits = dataclasses.replace(FAST, wall_seconds=1.0)
+    alone = [run_program(source, r.stdin, limits, mode) if r.fn_name is None else
+             call_function(source, r.fn_name, r.stdin, limits, mode) for r in runs]
+    assert [seen(r) for r in run_each(source, runs, limits, mode)] == [seen(r) for r in alone]
+
+
+LIMITS_READ = "import os\nprint(open(f'/proc/{os.getpid()}/limits').read())"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_run_has_the_limits_of_a_run_of_its_own_and_its_runner_its_own(mode):
+    def limits_of(text: str) -> dict[str, list[str]]:
+        return {line[:26].strip(): line[26:].split()[:2] for line in text.splitlines()[1:]
+                if line.strip()}
+
+    alone = limits_of(run_program(LIMITS_READ, "", FAST, mode).stdout)
+    (inside,) = run_each(LIMITS_READ.replace("getpid", "getppid") + "\n" + LIMITS_READ, [Run("")],
+                         FAST, mode)
+    runner, run = (limits_of(text) for text in inside.stdout.split("\n\n")[:2])
+    room = sandbox._runner_processes(mode)  # the runner is a process of the run's uid too
+    assert {**run, "Max processes": [str(int(n) - room) for n in run["Max processes"]]} == alone
+    cpu = int(sandbox._each_seconds(FAST, 1) + 0.999)
+    assert runner == {**run, "Max cpu time": [str(cpu)] * 2}
+
+
+def test_runs_stop_after_the_first_result_stop_accepts():
+    results = run_each("print(input())", [Run(f"{n}\n") for n in range(4)], FAST,
+                       stop=lambda result: result.stdout == "1\n")
+    assert [r.stdout for r in results] == ["0\n", "1\n"]
+    assert run_each("print(1)", [], FAST) == []
+
+
+@pytest.mark.parametrize("mode", [m for m in MODES if m == BUBBLEWRAP or os.geteuid() == 0])
+def test_each_run_starts_in_an_empty_folder_with_nothing_of_the_last_left(mode):
+    marker = f"left-{uuid.uuid4().hex}"
+    source = ("import os, subprocess, sys\n"
+              "def alive():\n    for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+              "        try:\n"
+              f"            if b'{marker}' in open(f'/proc/{{pid}}/cmdline', 'rb').read():\n"
+              "                return True\n        except OSError:\n            pass\n"
+              "    return False\n"
+              "print(sorted(os.listdir('.')), alive(), flush=True)\n"
+              "open('note', 'w').write('x')\nos.makedirs('d/e')\n"
+              f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)', '{marker}'],"
+              " start_new_session=True)\n")
+    results = run_each(source, [Run(""), Run("")], FAST, mode)
+    assert [r.stdout for r in results] == ["[] False\n", "[] False\n"], results
+    time.sleep(0.3)
+    assert survivors(marker) == []
+
+
+REACH_THE_RUNNER = """import ctypes, os
+found, runner = [], os.getppid()
+for path, how in ((f'/proc/{runner}/fd/0', 'wb'), (f'/proc/{runner}/fd/1', 'wb'),
+                  (f'/proc/{runner}/mem', 'rb'), (f'/proc/{runner}/environ', 'rb')):
+    try:
+        open(path, how).close()
+        found.append(path)
+    except OSError:
+        pass
+if ctypes.CDLL(None).ptrace(16, runner, 0, 0) == 0:  # PTRACE_ATTACH
+    found.append('ptrace')
+print(found)
+"""
+
+FORGE_AND_KILL = """import os, signal, time
+if input() == 'attack':
+    for pid in {os.getppid(), 1}:
+        for fd in (0, 1):  # a passing result, as the runner writes one, or a request
+            try:
+                with open(f'/proc/{pid}/fd/{fd}', 'wb') as channel:
+                    channel.write(b'0 0 0 6 0\\nhello\\n')
+            except OSError:
+                pass
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.kill(pid, signum)
+            except OSError:
+                pass
+    time.sleep(30)
+print('hello')
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_run_cannot_open_trace_or_forge_the_runner(mode):
+    (result,) = run_each(REACH_THE_RUNNER, [Run("")], FAST, mode)
+    assert result.stdout == "[]\n", result.stderr
+    limits = dataclasses.replace(FAST, wall_seconds=1.0)
+    attacked, after = run_each(FORGE_AND_KILL, [Run("attack\n"), Run("\n")], limits, mode)
+    assert not attacked.ok  # it slept past its time or took the runner down with it
+    if mode == BUBBLEWRAP:  # as pid 1 the runner gets no signal from a run: it carries on
+        assert attacked.timed_out and after.ok and after.stdout == "hello\n"
+
+
+@pytest.mark.parametrize(("runner", "timed_out", "reason"), [
+    ("import time\ntime.sleep(60)\n", True, "time limit exceeded"),  # never answers
+    ("import sys\nsys.exit('runner broke')\n", False, "exit status 1: runner broke"),
+    ("import sys, time\nsys.stdin.readline()\nprint('garbage', flush=True)\ntime.sleep(60)\n",
+     False, "killed by SIGKILL (a resource limit or a crash)"),
+])
+def test_a_runner_that_stops_answering_fails_every_run_left(monkeypatch, runner, timed_out,
+                                                            reason):
+    monkeypatch.setattr(sandbox, "RUNNER", runner)
+    limits = dataclasses.replace(FAST, wall_seconds=0.5)
+    bound = 2 * (limits.wall_seconds + sandbox.EACH_TEST_SECONDS) + sandbox.EACH_START_SECONDS
+    start = time.monotonic()
+    results = run_each("print(1)", [Run(""), Run("")], limits)
+    assert time.monotonic() - start < bound + 1.0
+    assert [(r.ok, r.timed_out, r.reason()) for r in results] == [(False, timed_out, reason)] * 2
+
+
+
+def test_the_bench_times_both_ways_per_isolation():
+    result = sandbox.bench_each(programs=1, tests=2, repeats=1, limits=FAST)
+    for mode in MODES:
+        assert result[f"{mode} per test ms"] > 0 and result[f"{mode} per program ms"] > 0
+        assert result[f"{mode} per program speed-up"] > 0

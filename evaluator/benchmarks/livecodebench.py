@@ -49,8 +49,10 @@ class LiveCodeBench(Benchmark):
     name = "livecodebench"
     dataset = datasets.LIVECODEBENCH
 
-    def __init__(self, limits: sandbox.Limits = sandbox.DEFAULT_LIMITS) -> None:
+    def __init__(self, limits: sandbox.Limits = sandbox.DEFAULT_LIMITS,
+                 sandbox_per_test: bool = False) -> None:
         self.limits = limits
+        self.sandbox_per_test = sandbox_per_test  # the slower way, kept to check the fast one
 
     def items_from_rows(self, rows: Iterable[dict[str, Any]]) -> list[Item]:
         """Items of the rows inside the pinned contest dates; the others are counted, skipped."""
@@ -99,29 +101,69 @@ class LiveCodeBench(Benchmark):
             return Grade(False, program, f"bad reference: {exc}")
         if program is None:
             return Grade(False, None, None, "no program in the response")
-        for number, test in enumerate(tests, 1):
-            failure = self.run_test(program, test, fn_name)
+        for number, failure in enumerate(self.verdicts(program, tests, fn_name), 1):
             if failure:
                 return Grade(False, program, None, f"test {number}/{len(tests)}: {failure}")
         return Grade(True, program, None, f"all {len(tests)} tests passed")
 
     def grade_many(self, pairs, workers: int | None = None) -> list[Grade]:
-        """Programs graded in parallel, as many at a time as there are cores."""
+        """Programs graded in parallel, as many at a time as there are cores; a program met
+        again with the same tests is graded once."""
         pairs = list(pairs)
+        seen: dict[Any, int] = {}
+        first = [seen.setdefault(grading_key(pair, i), i) for i, pair in enumerate(pairs)]
+        distinct = sorted(set(first))
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-        workers = max(1, min(workers or cores, cores, len(pairs)))
+        workers = max(1, min(workers or cores, cores, len(distinct)))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(self.grade_pair, pairs))
+            grades = dict(zip(distinct, pool.map(self.grade_pair, [pairs[i] for i in distinct]),
+                              strict=True))
+        return [grades[i] for i in first]
+
+    def verdicts(self, program: str, tests: list[dict[str, str]], fn_name: str | None
+                 ) -> list[str | None]:
+        """Why the program fails each test, in order up to the first failure (None: passed)."""
+        if self.sandbox_per_test:
+            found: list[str | None] = []
+            for test in tests:
+                found.append(self.run_test(program, test, fn_name))
+                if found[-1]:
+                    break
+            return found
+        runs = [sandbox.Run(t["input"], fn_name if t["testtype"] == FUNCTIONAL else None)
+                for t in tests]
+        found = []
+
+        def failed(result: sandbox.RunResult) -> bool:
+            found.append(verdict(tests[len(found)], result))
+            return found[-1] is not None
+
+        sandbox.run_each(program, runs, self.limits, stop=failed)
+        return found
 
     def run_test(self, program: str, test: dict[str, str], fn_name: str | None) -> str | None:
-        """Why the program fails this test, or None when it passes."""
+        """Why the program fails this test in a sandbox of its own, or None when it passes."""
         if test["testtype"] == FUNCTIONAL:
             result = sandbox.call_function(program, fn_name, test["input"], self.limits)
         else:
             result = sandbox.run_program(program, test["input"], self.limits)
-        if not result.ok:
-            return result.reason()
-        return check_output(test["testtype"], result.stdout, test["output"])
+        return verdict(test, result)
+
+
+def verdict(test: dict[str, str], result: sandbox.RunResult) -> str | None:
+    """Why this run fails the test (the run's own failure first), or None when it passes."""
+    if not result.ok:
+        return result.reason()
+    return check_output(test["testtype"], result.stdout, test["output"])
+
+
+def grading_key(pair: Any, index: int) -> Any:
+    """What decides a pair's grade: its program and its reference (a malformed pair: itself)."""
+    try:
+        response, reference = pair
+        return extract_program(response), json.dumps(reference, sort_keys=True)
+    except (TypeError, ValueError):
+        return index
 
 
 def check_output(kind: str, stdout: str, expected: str) -> str | None:

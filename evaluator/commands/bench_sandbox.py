@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 import argparse
+import statistics
+import time
+from typing import Any
 
 from evaluator import sandbox
 from evaluator.commands.output import write_json_out
-from evaluator.errors import UsageError
+from evaluator.errors import TinyRouterError, UsageError
 
 
 def add_bench_sandbox(p: argparse.ArgumentParser) -> None:
     p.description = ("Run a trivial program and a call-based one R times in each isolation "
                      "this machine offers (bubblewrap where it works, and rlimits) and report "
                      "the median wall time per program, and whether a cgroup or per-process "
-                     "limits capped the runs.")
+                     "limits capped the runs. With --programs and --tests, also time N programs "
+                     "on T tests each with one sandbox per test and one per program; with "
+                     "--demo-pairs, time LiveCodeBench.grade_many on the demo's answers both ways.")
     p.add_argument("--repeats", "-R", type=int, default=20, metavar="R",
                    help="runs per program and isolation (medians are reported)")
+    p.add_argument("--programs", type=int, default=0, metavar="N",
+                   help="programs for the per-test against per-program timing (0: skip it)")
+    p.add_argument("--tests", type=int, default=8, metavar="T", help="tests per program there")
+    p.add_argument("--demo-pairs", type=int, default=0, metavar="K",
+                   help="the first K of the demo corpus's LiveCodeBench answers (right and "
+                        "wrong per item) to grade both ways, R times each (0: skip it)")
     p.add_argument("--json", metavar="OUT", help="also write the numbers here (- for stdout)")
     p.set_defaults(func=run)
 
@@ -24,10 +35,40 @@ PARSERS = {"bench-sandbox": add_bench_sandbox}
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.repeats < 1:
-        raise UsageError("--repeats must be at least 1")
+    if args.repeats < 1 or args.programs < 0 or args.tests < 1 or args.demo_pairs < 0:
+        raise UsageError("--repeats and --tests must be at least 1, --programs and "
+                         "--demo-pairs at least 0")
     result = sandbox.bench(args.repeats)
+    if args.programs:
+        result |= sandbox.bench_each(args.programs, args.tests, args.repeats)
+    if args.demo_pairs:
+        result |= bench_demo_grading(args.demo_pairs, args.repeats)
     for key, value in result.items():
         print(f"{key}: {value}")
     write_json_out(args.json, result)
     return 0
+
+
+def bench_demo_grading(count: int, repeats: int) -> dict[str, Any]:
+    """Median seconds of grade_many on the demo's answers, a sandbox per test and per program."""
+    from evaluator.benchmarks.livecodebench import LiveCodeBench
+    from evaluator.pool.corpus import load_corpus
+    from evaluator.rules import OFFICIAL
+
+    entries = load_corpus(OFFICIAL, ["livecodebench"])
+    pairs = [(answer, e.item.reference) for e in entries for answer in (e.right, e.wrong)][:count]
+    graders = {"per test": LiveCodeBench(sandbox_per_test=True), "per program": LiveCodeBench()}
+    times: dict[str, list[float]] = {name: [] for name in graders}
+    grades: dict[str, list[Any]] = {}
+    for _ in range(repeats):
+        for name, grader in graders.items():
+            start = time.perf_counter()
+            grades[name] = [(g.correct, g.error, g.detail) for g in grader.grade_many(pairs)]
+            times[name].append(time.perf_counter() - start)
+    if grades["per test"] != grades["per program"]:
+        raise TinyRouterError("bench: the two ways graded the demo's answers differently")
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    tests = sum(len(reference["tests"]) for _, reference in pairs)
+    return {"demo pairs": len(pairs), "demo tests": tests,
+            **{f"demo grade_many {name} s": round(m, 2) for name, m in medians.items()},
+            "demo grade_many speed-up": round(medians["per test"] / medians["per program"], 2)}

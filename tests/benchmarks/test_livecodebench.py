@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import logging
 import os
@@ -182,20 +183,66 @@ def test_a_hostile_reply_is_graded_wrong_not_raised(code, expected):
 
 
 def test_one_pair_that_raises_does_not_sink_the_batch(monkeypatch):
-    real = LCB.run_test
+    real = LCB.verdicts
 
-    def explode(program, test, fn_name):
+    def explode(program, tests, fn_name):
         if "boom" in program:
             raise RecursionError("maximum recursion depth exceeded")
-        return real(program, test, fn_name)
+        return real(program, tests, fn_name)
 
-    monkeypatch.setattr(LCB, "run_test", explode)
+    monkeypatch.setattr(LCB, "verdicts", explode)
     pairs = [(fenced("n = int(input())\nprint(n * n)"), SQUARE), (fenced("# boom"), SQUARE),
              (fenced("n = int(input())\nprint(n * n)"), SQUARE), ("not a pair",)]
     grades = LCB.grade_many(pairs, workers=2)
     assert [g.correct for g in grades] == [True, False, True, False]
     assert grades[1].error.startswith("grader failed: RecursionError")
     assert grades[3].error.startswith("grader failed: ValueError")
+
+
+ADD = {"tests": [{"input": "1\n2", "output": "3", "testtype": "functional"},
+               {"input": "5\n5", "output": "10", "testtype": "functional"}], "fn_name": "add"}
+
+
+@pytest.mark.parametrize(("program", "reference", "detail"), [
+    # passing, and failing at the second test: wrong, crashing, out of time, flooding output
+    ("n = int(input())\nprint(n * n)", SQUARE, "all 2 tests passed"),
+    ("n = int(input())\nprint(9)", SQUARE, "test 2/2: wrong answer"),
+    ("n = int(input())\nassert n == 3, 'only three'\nprint(9)", SQUARE,
+     "test 2/2: exit status 1: AssertionError: only three"),
+    ("import time\nn = int(input())\ntime.sleep(n - 3)\nprint(n * n)", SQUARE,
+     "test 2/2: time limit exceeded"),
+    ("n = int(input())\nprint('9' * (10 ** 6) if n == 5 else 9)", SQUARE,
+     "test 2/2: output limit exceeded"),
+    # failing at the first: memory, a signal, a syntax error
+    ("x = bytearray(1 << 30)", SQUARE, "test 1/2: exit status 1: MemoryError"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", SQUARE,
+     "test 1/2: killed by SIGKILL (a resource limit or a crash)"),
+    ("def (:", SQUARE, "test 1/2: exit status 1: SyntaxError: invalid syntax"),
+    # call-based: passing, wrong at the second test, no such function
+    ("class Solution:\n    def add(self, a, b):\n        return a + b", ADD, "all 2 tests passed"),
+    ("def add(a, b):\n    return 3", ADD, "test 2/2: wrong answer"),
+    ("def plus(a, b):\n    return a + b", ADD,
+     "test 1/2: exit status 3: no function or Solution method named 'add'"),
+])
+def test_a_grade_is_the_same_with_a_sandbox_per_test_or_per_program(program, reference, detail):
+    limits = dataclasses.replace(LIMITS, wall_seconds=1.0)
+    per_test, per_program = (LiveCodeBench(limits, sandbox_per_test=per).grade(fenced(program),
+                                                                              reference)
+                             for per in (True, False))
+    assert (per_test, per_test.detail) == (per_program, per_program.detail)
+    assert per_program.detail == detail
+
+
+def test_the_same_program_on_the_same_tests_is_graded_once_per_batch(monkeypatch):
+    graded = []
+    real = LCB.verdicts
+    monkeypatch.setattr(LCB, "verdicts", lambda *args: graded.append(args[0]) or real(*args))
+    square = "n = int(input())\nprint(n * n)"
+    other = {"tests": [{"input": "4\n", "output": "16", "testtype": "stdin"}], "fn_name": None}
+    pairs = [(fenced(square), SQUARE), ("Reworded:\n" + fenced(square), SQUARE),
+             (fenced(square), other), (fenced(square), json.loads(json.dumps(SQUARE)))]
+    assert [g.correct for g in LCB.grade_many(pairs, workers=2)] == [True] * 4
+    assert graded == [square, square]  # once against SQUARE, once against the other tests
 
 
 def test_a_failure_says_which_test_failed():
