@@ -25,7 +25,10 @@ from evaluator.errors import LedgerError
 from evaluator.rules import Competition
 
 COLLAPSE_SHARE = 0.95  # one model for this share of the public items: routing collapsed
-SCALES_FAR = 4.0  # an SVF scale beyond ×4 or ÷4 of 1
+# An SVF scale more than this from 1 (below −2 or above 4). Near zero or negative is not far:
+# the trainer sends a sixth of a demo head's scales through zero, silencing or flipping a
+# direction, and an honest head keeps well under a percent beyond this.
+SCALES_FAR = 3.0
 SCALES_FAR_SHARE = 0.05  # … for more than this share of the scales
 COST_TOLERANCE_USD = 1e-6
 
@@ -57,12 +60,11 @@ def weight_advisories(head: np.ndarray, scales: np.ndarray, rules: Competition) 
         found.append(Advisory(
             "models-fixed", "the model rows are all alike, so every question goes to the first "
             "pool model", "train the head; a head at W = 0 routes nowhere"))
-    ratio = np.abs(np.log(np.clip(np.asarray(scales, np.float64), 1e-12, None)))
-    far = float(np.mean(ratio > np.log(SCALES_FAR)))
+    far = float(np.mean(np.abs(np.asarray(scales, np.float64) - 1) > SCALES_FAR))
     if far > SCALES_FAR_SHARE:
         found.append(Advisory(
-            "scales-drifted", f"{far:.0%} of the SVF scales are more than ×{SCALES_FAR:g} or "
-            f"÷{SCALES_FAR:g} from 1, which moves the encoder far from the one the router was "
+            "scales-drifted", f"{far:.0%} of the SVF scales lie below {1 - SCALES_FAR:g} or "
+            f"above {1 + SCALES_FAR:g}, which moves the encoder far from the one the router was "
             "checked on", "train with a smaller --scales-step, or check the run for divergence"))
     return found
 

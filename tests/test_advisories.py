@@ -48,12 +48,19 @@ def scales_a_little_far(h, s):
     return h, s
 
 
+def scales_through_zero(h, s):
+    s[: len(s) // 5] = -0.5  # silenced or flipped directions, as training leaves many
+    s[len(s) // 5: len(s) // 3] = 0.01
+    return h, s
+
+
 WEIGHT_CASES = [
     ("a trained head", lambda h, s: (h, s), []),
     ("role rows all alike", roles_alike, ["roles-fixed"]),
     ("model rows all alike", models_alike, ["models-fixed"]),
     ("a tenth of the scales far from 1", scales_far, ["scales-drifted"]),
     ("a few scales far from 1", scales_a_little_far, []),
+    ("scales through zero, as training leaves them", scales_through_zero, []),
 ]
 
 
