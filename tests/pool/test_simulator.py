@@ -318,7 +318,7 @@ def test_the_simulate_command_serves_until_stopped(tmp_path, corpus):
         assert reply["choices"][0]["message"]["content"] in (corpus[2].right, corpus[2].wrong)
     finally:
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=10) == 0
+        assert process.wait(timeout=30) == 0
 
 
 FAULT_OPTIONS = [
