@@ -309,7 +309,10 @@ def test_the_simulate_command_serves_until_stopped(tmp_path, corpus):
     process = subprocess.Popen(
         [sys.executable, "-m", "evaluator", "pool", "simulate", "--corpus",
          str(tmp_path / "corpus.jsonl"), "--personas", str(tmp_path / "personas.json"),
-         "--seed", "5"], stdout=subprocess.PIPE, text=True)
+         "--seed", "5"], stdout=subprocess.PIPE, text=True,
+        # as Ctrl-C finds a foreground command: a shell's background job (a CI script run
+        # with `&`) ignores SIGINT, and its children inherit that
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         process.stdout.readline()
         url = process.stdout.readline().split()[2]
@@ -318,7 +321,10 @@ def test_the_simulate_command_serves_until_stopped(tmp_path, corpus):
         assert reply["choices"][0]["message"]["content"] in (corpus[2].right, corpus[2].wrong)
     finally:
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=30) == 0
+        try:
+            assert process.wait(timeout=10) == 0
+        finally:
+            process.kill()
 
 
 FAULT_OPTIONS = [
