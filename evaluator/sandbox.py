@@ -213,6 +213,22 @@ def run_each(source: str, runs: Sequence[Run], limits: Limits = DEFAULT_LIMITS,
     return [dataclasses.replace(result, isolation=mode, caps=caps) for result in results]
 
 
+@functools.lru_cache(maxsize=1)
+def runs_share_a_sandbox() -> bool:
+    """Whether `run_each` works here: its runner needs bubblewrap's `--as-pid-1`, which older
+    releases lack. When it does not, graders start a sandbox per run instead (said once)."""
+    try:
+        result = run_each("print(input())", [Run("ok")])[0]
+        if result.ok and result.stdout.strip() == "ok":
+            return True
+        why = result.reason()
+    except (OSError, subprocess.SubprocessError) as exc:
+        why = str(exc)
+    log.warning("sandbox: the per-program runner does not start here (%s); grading starts a "
+                "sandbox per test instead", why)
+    return False
+
+
 def isolation_available() -> str:
     """The isolation this machine gives: bubblewrap when it works here, else rlimits."""
     return _probe()

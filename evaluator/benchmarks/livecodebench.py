@@ -123,7 +123,7 @@ class LiveCodeBench(Benchmark):
     def verdicts(self, program: str, tests: list[dict[str, str]], fn_name: str | None
                  ) -> list[str | None]:
         """Why the program fails each test, in order up to the first failure (None: passed)."""
-        if self.sandbox_per_test:
+        if self.sandbox_per_test or not sandbox.runs_share_a_sandbox():
             found: list[str | None] = []
             for test in tests:
                 found.append(self.run_test(program, test, fn_name))

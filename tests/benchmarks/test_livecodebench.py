@@ -233,6 +233,21 @@ def test_a_grade_is_the_same_with_a_sandbox_per_test_or_per_program(program, ref
     assert per_program.detail == detail
 
 
+def test_where_the_per_program_runner_cannot_start_each_test_gets_a_sandbox(monkeypatch):
+    from evaluator import sandbox
+
+    assert sandbox.runs_share_a_sandbox()  # this machine's sandbox runs it
+    started = []
+    monkeypatch.setattr(sandbox, "runs_share_a_sandbox", lambda: False)
+    monkeypatch.setattr(sandbox, "run_each", lambda *a, **k: started.append("shared") or [])
+    real = sandbox.run_program
+    monkeypatch.setattr(sandbox, "run_program", lambda *a, **k: started.append("own")
+                        or real(*a, **k))
+    grade = LiveCodeBench(LIMITS).grade(fenced("n = int(input())\nprint(n * n)"), SQUARE)
+    assert (grade.correct, grade.detail) == (True, "all 2 tests passed")
+    assert started == ["own", "own"]
+
+
 def test_the_same_program_on_the_same_tests_is_graded_once_per_batch(monkeypatch):
     graded = []
     real = LCB.verdicts
