@@ -324,7 +324,8 @@ def summarize(run_dir: Path, config: TrainConfig, data: TrainingSet, featurizer:
                            "argmax_acc": argmax_accuracy(head, feats[rows], data.correct[rows],
                                                          rules)}
     if roles is not None:
-        turn1, turn2 = roles.features(featurizer, scales)
+        turn1 = feats[roles.rows]  # the features just read, not a second pass
+        turn2 = roles.featurizer.features(np.arange(len(roles.rows)), scales)
         for b, name in enumerate(data.benchmarks):
             mine = data.benchmark_of[roles.rows] == b
             if mine.any():
