@@ -25,7 +25,7 @@ from evaluator.files import utc_now
 from evaluator.resources import TEMPLATES, bundled
 from evaluator.rules import OFFICIAL, Competition
 from evaluator.site.markup import FILTERS
-from evaluator.site.pages import SiteContent, generate
+from evaluator.site.pages import _SAFE_URL, SiteContent, generate
 from evaluator.site.state import load_state
 from evaluator.store import LEADERBOARD_DIR
 from evaluator.templating import environment
@@ -64,6 +64,12 @@ def _repo_url(configured: str | None) -> str | None:
         return configured
     server, repository = os.environ.get("GITHUB_SERVER_URL"), os.environ.get("GITHUB_REPOSITORY")
     return f"{server.rstrip('/')}/{repository}" if server and repository else None
+
+
+def _safe_url(url: str | None) -> str:
+    """The repository URL a guide may link to (issue forms), or "" when it is not a plain one."""
+    url = (url or "").rstrip("/")
+    return url if _SAFE_URL.fullmatch(url) else ""
 
 
 def _now() -> datetime:
@@ -108,7 +114,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     env.filters.update(FILTERS)
     fragments = {key: Markup(text) for key, text in content.fragments.items()}
     try:
-        return env.from_string(markdown).render(rules=options["rules"].as_dict(), **fragments)
+        return env.from_string(markdown).render(rules=options["rules"].as_dict(),
+                                                repo_url=_safe_url(config.repo_url), **fragments)
     except jinja2.TemplateError as exc:
         line = getattr(exc, "lineno", None)
         where = f"{page.file.src_uri}:{line}" if line else page.file.src_uri

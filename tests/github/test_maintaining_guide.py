@@ -134,9 +134,19 @@ def workflow(name: str) -> dict:
     return yaml.safe_load((WORKFLOWS / name).read_text(encoding="utf-8"))
 
 
-def test_branch_protection_names_the_ci_jobs_real_check():
+def ci_check_names() -> list[str]:
+    """The status checks ci.yml reports: its job's name for each Python of the matrix."""
     [job] = workflow("ci.yml")["jobs"].values()
-    assert f"status check **{job['name']}**" in rendered()
+    return [job["name"].replace("${{ matrix.python }}", python)
+            for python in job["strategy"]["matrix"]["python"]]
+
+
+def test_branch_protection_names_the_ci_jobs_real_checks():
+    guide = rendered()
+    names = ci_check_names()
+    assert len(names) == 2 and all("${{" not in name for name in names)
+    for name in names:
+        assert f"**{name}**" in guide
 
 
 def test_runner_labels_secrets_and_environment_match_evaluate_yml():

@@ -7,10 +7,13 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
+
+from evaluator.rules import OFFICIAL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GITHUB_DIR = REPO_ROOT / ".github"
@@ -206,10 +209,62 @@ def test_actionlint_config_declares_the_self_hosted_labels():
     assert "gpu" in config["self-hosted-runner"]["labels"]
 
 
-def test_codeowners_cover_the_sensitive_folders():
+def test_codeowners_cover_the_sensitive_folders_and_name_no_placeholder():
     owners = (GITHUB_DIR / "CODEOWNERS").read_text(encoding="utf-8")
-    for folder in ("/.github/", "/evaluator/", "/leaderboard/"):
+    for folder in ("/.github/", "/evaluator/", "/leaderboard/", "/SECURITY.md"):
         assert re.search(rf"^{re.escape(folder)}\s+@\S+", owners, re.M)
+    assert not re.search(r"placeholder|replace", owners, re.I)
+    assert not re.search(r"^/submissions/", owners, re.M)  # the bot merges a king unreviewed
+
+
+# ---------------------------------------------------------------- what a public repository has
+
+def test_ci_tests_the_supported_pythons_with_cpu_torch_and_never_cancels_main():
+    workflow = load(GITHUB_DIR / "workflows" / "ci.yml")
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    floor = project["project"]["requires-python"].removeprefix(">=")
+    [job] = workflow["jobs"].values()
+    assert job["strategy"]["matrix"]["python"] == [floor, "3.12"]
+    assert job["strategy"]["fail-fast"] is False
+    assert workflow["concurrency"]["cancel-in-progress"] == \
+        "${{ github.event_name == 'pull_request' }}"  # a newer PR push cancels; main never
+    assert workflow["on"]["push"] == {"branches": ["main"], "paths-ignore": ["leaderboard/**"]}
+    assert "pull_request" in workflow["on"]
+    install = " ".join(s.get("run", "") for s in job["steps"])
+    assert "--index-url https://download.pytorch.org/whl/cpu" in install
+    assert install.index("whl/cpu") < install.index("bash .ci/run")
+
+
+def test_dependabot_updates_the_pinned_actions_and_pip():
+    config = yaml.safe_load((GITHUB_DIR / "dependabot.yml").read_text(encoding="utf-8"))
+    assert config["version"] == 2
+    ecosystems = {u["package-ecosystem"]: u for u in config["updates"]}
+    assert set(ecosystems) == {"github-actions", "pip"}
+    assert all(u["directory"] == "/" and u["schedule"]["interval"] for u in ecosystems.values())
+
+
+def test_security_policy_says_how_to_report_privately():
+    policy = (REPO_ROOT / "SECURITY.md").read_text(encoding="utf-8")
+    assert "Report a vulnerability" in policy and "public issue" in policy
+
+
+ISSUE_FORMS = {"appeal-gate.yml": "Appeal a gate result",
+               "grading-error.yml": "Report a grading error"}
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_FORMS))
+def test_issue_forms_are_valid_and_linked_from_the_faq(name):
+    form = yaml.safe_load((GITHUB_DIR / "ISSUE_TEMPLATE" / name).read_text(encoding="utf-8"))
+    assert form["name"] == ISSUE_FORMS[name] and form["description"]
+    fields = [b for b in form["body"] if b["type"] != "markdown"]
+    ids = [b["id"] for b in fields]
+    assert len(ids) == len(set(ids)) and any(b.get("validations", {}).get("required")
+                                             for b in fields)
+    for block in fields:
+        if block["type"] == "dropdown":
+            assert block["attributes"]["options"] == list(OFFICIAL.benchmarks)
+    faq = (REPO_ROOT / "site" / "faq.md").read_text(encoding="utf-8")
+    assert f"/issues/new?template={name}" in faq and ISSUE_FORMS[name] in faq
 
 
 # ---------------------------------------------------------------- linters
