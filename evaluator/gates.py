@@ -21,6 +21,7 @@ from evaluator.errors import SubmissionError
 from evaluator.files import format_time, utc_now
 from evaluator.records import Attempt
 from evaluator.rules import (
+    RECEIPT_FILE,
     REQUIRED_FILES,
     SUBMISSION_FILES,
     WEIGHTS_FILE,
@@ -30,6 +31,7 @@ from evaluator.rules import (
 )
 from evaluator.store import SUBMISSIONS_DIR, Store
 from evaluator.submission import Submission, read_weights, sha256_file
+from evaluator.submission.receipt import format_problem
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +262,7 @@ def check_scope(sub: Submission, ctx: GateContext) -> str | None:
     if int(generation) != expected:
         return (f"this is generation {generation} but your next generation is {expected}; pack "
                 f"it again as that generation (a renamed folder no longer matches its receipt)")
-    return None
+    return format_problem(sub.folder / RECEIPT_FILE)
 
 
 # ---------------------------------------------------------------- gates 1–4

@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 FORMAT_VERSION = 1
+# receipt.json's own format: raised whenever a receipt field becomes required, so that a receipt
+# from an older `pack` is refused before the rate limit spends a slot (gate 0), never after
+RECEIPT_FORMAT = 1
 
 BENCHMARKS = ("math500", "mmlu", "livecodebench")
 ROLES = ("Thinker", "Worker", "Verifier")
@@ -242,7 +245,8 @@ class Competition:
                     submission_files=list(SUBMISSION_FILES), weights_file=WEIGHTS_FILE,
                     receipt_file=RECEIPT_FILE, readme_file=README_FILE,
                     head_tensor=HEAD_TENSOR, scales_tensor=SCALES_TENSOR,
-                    format_version=FORMAT_VERSION, name_pattern=NAME_RE.pattern,
+                    format_version=FORMAT_VERSION, receipt_format=RECEIPT_FORMAT,
+                    name_pattern=NAME_RE.pattern,
                     generation_pattern=GENERATION_RE.pattern,
                     dataset_revisions=dict(DATASET_REVISIONS),
                     livecodebench_release=LIVECODEBENCH_RELEASE,

@@ -15,9 +15,9 @@ import numpy as np
 from evaluator.errors import SubmissionError
 from evaluator.files import dumps
 from evaluator.rules import (
-    FORMAT_VERSION,
     README_FILE,
     RECEIPT_FILE,
+    RECEIPT_FORMAT,
     WEIGHTS_FILE,
     Competition,
     is_name,
@@ -81,7 +81,7 @@ def write_submission(repo_dir: str | Path, login: str, generation: int, head: np
     staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{generation}."))
     try:
         write_weights(staging / WEIGHTS_FILE, head, scales)
-        receipt = dict(receipt_fields, format=FORMAT_VERSION, miner=login, generation=generation,
+        receipt = dict(receipt_fields, format=RECEIPT_FORMAT, miner=login, generation=generation,
                        n_params=rules.n_params, pool=list(rules.pool_names),
                        weights_sha256=sha256_file(staging / WEIGHTS_FILE))
         text = dumps(receipt)

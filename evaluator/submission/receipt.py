@@ -2,6 +2,11 @@
 
 The parser rejects unknown fields, duplicate keys, NaN literals and wrong types, so a
 receipt that parses has exactly the shape below.
+
+Across versions: a field added to the receipt without raising `RECEIPT_FORMAT` is optional
+(`LATER_FIELDS`; missing, it reads as null), so a receipt from an earlier `pack` of the same
+format still passes. A field that becomes required raises the format, and `format_problem`
+refuses a receipt of another format at gate 0, before the rate limit spends a slot.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Any
 
 from evaluator.errors import SubmissionError
 from evaluator.files import is_utc_time, loads_strict
-from evaluator.rules import FORMAT_VERSION, RECEIPT_FILE, Competition, is_name, is_sha256
+from evaluator.rules import RECEIPT_FILE, RECEIPT_FORMAT, Competition, is_name, is_sha256
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,7 @@ FITNESS_FIELDS: dict[str, tuple[Check, str]] = {
     "best": (_is_number, "a finite number"),
 }
 RECEIPT_FIELDS: dict[str, tuple[Check, str]] = {
-    "format": (lambda v: v == FORMAT_VERSION and _is_int(v), f"the integer {FORMAT_VERSION}"),
+    "format": (lambda v: v == RECEIPT_FORMAT and _is_int(v), f"the integer {RECEIPT_FORMAT}"),
     "miner": (is_name, "a GitHub login"),
     "generation": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
     "benchmarks": (lambda v: _is_str_list(v) and 0 < len(v) == len(set(v)),
@@ -75,6 +80,8 @@ RECEIPT_FIELDS: dict[str, tuple[Check, str]] = {
     "tinyrouter_version": (lambda v: isinstance(v, str) and 0 < len(v) <= 32, "a version string"),
     "created_at": (is_utc_time, "a UTC time like 2026-11-28T10:00:00Z"),
 }
+# Fields that came after their format was published: a receipt without them reads them as null.
+LATER_FIELDS = ("init_weights_sha256",)
 
 
 def _check_object(obj: dict[str, Any], fields: dict[str, tuple[Check, str]], where: str) -> None:
@@ -96,6 +103,7 @@ def parse_receipt(raw: bytes | str, rules: Competition) -> Receipt:
         raise SubmissionError(str(exc)) from exc
     if not isinstance(data, dict):
         raise SubmissionError(f"{RECEIPT_FILE} must be a JSON object")
+    data = {name: None for name in LATER_FIELDS} | data
     _check_object(data, RECEIPT_FIELDS, RECEIPT_FILE)
     unknown = sorted(set(data["benchmarks"]) - set(rules.benchmarks))
     if unknown:
@@ -118,3 +126,22 @@ def load_receipt(path: str | Path, rules: Competition) -> Receipt:
         return parse_receipt(path.read_bytes(), rules)
     except OSError as exc:
         raise SubmissionError(f"cannot read {RECEIPT_FILE}: {exc.strerror}") from exc
+
+
+def format_problem(path: str | Path) -> str | None:
+    """Why the receipt at `path` is of a format this version does not read, else None.
+
+    Only the format is judged here (gate 0, before any slot is spent); every other defect of
+    the receipt is gate 4's. A file that is not a JSON object with a format is left to gate 4.
+    """
+    try:
+        data = loads_strict(Path(path).read_bytes(), RECEIPT_FILE)
+    except (OSError, ValueError):
+        return None
+    found = data.get("format") if isinstance(data, dict) else None
+    if not _is_int(found) or found == RECEIPT_FORMAT:
+        return None
+    age = "an older" if found < RECEIPT_FORMAT else "a newer"
+    return (f"{RECEIPT_FILE} is in receipt format {found}, written by {age} tinyrouter; this "
+            f"version reads format {RECEIPT_FORMAT}: re-pack with this version "
+            "(`tinyrouter pack`), which spends no slot")

@@ -23,7 +23,7 @@ from evaluator.commands.gh import RECORD_STEPS
 from evaluator.errors import GitHubError
 from evaluator.files import parse_time
 from evaluator.pool.ledger import Ledger
-from evaluator.rules import OFFICIAL
+from evaluator.rules import OFFICIAL, RECEIPT_FORMAT
 from evaluator.store import Store
 from evaluator.train.data import TrainingSet
 from evaluator.train.run import TrainConfig, run_training
@@ -386,6 +386,34 @@ def test_a_gates_comment_shows_advisories_apart_and_they_never_block(world):
     verdict, advisories = body.split("#### Advisories (these never block)")
     assert "Gates passed" in verdict and "roles\\-fixed" in advisories
     assert world.fake.labels[81] == {"gates-passed"} and len(world.fake.dispatches) == 1
+
+
+def _receipt_as(files: dict, **changes) -> dict:
+    """The folder with its receipt edited (a value of ... drops the field)."""
+    path = next(p for p in files if p.endswith("/receipt.json"))
+    receipt = json.loads(files[path])
+    for key, value in changes.items():
+        receipt.pop(key) if value is ... else receipt.__setitem__(key, value)
+    return {**files, path: json.dumps(receipt, indent=2).encode()}
+
+
+def test_a_receipt_from_the_previous_pack_passes_the_gates(world):
+    files = _receipt_as(world.files("alice"), init_weights_sha256=...)
+    sha = world.open_pr(7, "alice", files)
+    run, runner = world.gates(7, sha)
+
+    assert passed(runner) == "true", run.log
+
+
+def test_a_receipt_of_an_older_format_is_refused_before_the_slot_is_spent(world):
+    files = _receipt_as(world.files("alice"), format=RECEIPT_FORMAT - 1)
+    sha = world.open_pr(7, "alice", files)
+    run, runner = world.gates(7, sha)
+
+    assert passed(runner) == "false", run.log
+    body = world.fake.comment_bodies(7)[0]
+    assert "Gate 0 " in body and "with this version" in body, body
+    assert not world.board("attempts.jsonl")  # no slot spent
 
 
 # ---------------------------------------------------------------- racing jobs

@@ -5,8 +5,9 @@ import json
 import pytest
 
 from evaluator.errors import SubmissionError
-from evaluator.rules import OFFICIAL
+from evaluator.rules import OFFICIAL, RECEIPT_FORMAT
 from evaluator.submission import load_receipt, parse_receipt
+from evaluator.submission.receipt import format_problem
 
 RECEIPT = {
     "format": 1, "miner": "alice", "generation": 1,
@@ -66,6 +67,29 @@ RECEIPT_DEFECTS = [
 def test_receipt_defects_are_named(case, text, message):
     with pytest.raises(SubmissionError, match=message):
         parse_receipt(text, rules=OFFICIAL)
+
+
+def test_a_field_added_after_its_format_reads_as_null_when_missing():
+    """A receipt from the `pack` before `init_weights_sha256` existed (same format) passes."""
+    assert parse_receipt(variant(init_weights_sha256=...), rules=OFFICIAL).init_weights_sha256 \
+        is None
+    with pytest.raises(SubmissionError, match="missing 'weights_sha256'"):
+        parse_receipt(variant(weights_sha256=...), rules=OFFICIAL)
+
+
+@pytest.mark.parametrize(("found", "problem"), [
+    (RECEIPT_FORMAT, None),
+    (RECEIPT_FORMAT - 1, "older tinyrouter"),
+    (RECEIPT_FORMAT + 1, "newer tinyrouter"),
+    ("1", None),  # not a format number at all: gate 4 names it
+])
+def test_a_receipt_of_another_format_is_told_to_re_pack(tmp_path, found, problem):
+    path = tmp_path / "receipt.json"
+    path.write_text(variant(format=found))
+    reason = format_problem(path)
+    assert (reason is None) == (problem is None)
+    if problem:
+        assert problem in reason and "re-pack with this version" in reason
 
 
 def test_valid_receipt_parses_and_oversize_is_refused(tmp_path):
