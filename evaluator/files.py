@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
@@ -15,13 +16,22 @@ UTC_TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z", 
 
 
 def dumps(obj: Any) -> str:
-    """Sorted keys, two-space indent, final newline: diffs of state files read well."""
-    return json.dumps(obj, indent=2, sort_keys=True) + "\n"
+    """Sorted keys, two-space indent, final newline: diffs of state files read well.
+
+    NaN and infinities are refused (ValueError): they are not JSON, and one would break every
+    reader of the file."""
+    return json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def dumps_line(obj: Any) -> str:
+    """One sorted JSON line (no newline) for a JSONL log; NaN and infinities refused."""
+    return json.dumps(obj, sort_keys=True, allow_nan=False)
 
 
 def canonical_json(obj: Any) -> str:
     """Compact, sorted, UTF-8 JSON: the text that hashes and commitments are taken over."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
 
 
 def write_atomic(path: str | Path, text: str) -> None:
@@ -91,6 +101,23 @@ def utc_now() -> datetime:
 
 # ---------------------------------------------------------------- untrusted JSON
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range for a JSON number")
+    return value
+
+
+def loads_finite(text: str) -> Any:
+    """JSON whose numbers are all finite: NaN, Infinity and overflowing literals such as
+    1e400 raise ValueError instead of becoming numbers no arithmetic or writer can use."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+
+
 def loads_strict(raw: bytes | str, what: str) -> Any:
     """JSON from a stranger: UTF-8, no repeated keys, no NaN/Infinity, bounded nesting.
 
@@ -106,9 +133,16 @@ def loads_strict(raw: bytes | str, what: str) -> Any:
     def no_constant(name: str) -> Any:
         raise ValueError(f"{what} contains {name}, which is not valid JSON")
 
+    def finite_float(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"{what} contains {text}, which is out of range for a number")
+        return value
+
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        return json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constant)
+        return json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constant,
+                          parse_float=finite_float)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{what} is not UTF-8 text") from exc
     except json.JSONDecodeError as exc:

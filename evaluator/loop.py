@@ -210,6 +210,13 @@ async def _play_turn(trajectory: Trajectory, decision: Decision, benchmark: Benc
         trajectory.stop, trajectory.failure = FAILED, str(exc)
         trajectory.failed_cost_usd += exc.cost_usd
         return
+    except TinyRouterError:
+        raise  # not this session's: out of credit, a misconfigured pool
+    except Exception as exc:  # a fault no one foresaw ends this session only, counted as failed
+        log.exception("a session failed at turn %d on an unexpected error",
+                      trajectory.n_turns + 1)
+        trajectory.stop, trajectory.failure = FAILED, f"unexpected error ({type(exc).__name__})"
+        return
     status = call_status(completion)
     verdict = parse_verdict(completion.text) if decision.role == VERIFIER else None
     has_worker = any(turn.role == WORKER for turn in trajectory.turns)

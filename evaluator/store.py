@@ -33,7 +33,15 @@ import jsonschema
 import referencing
 
 from evaluator.errors import LeaderboardError
-from evaluator.files import append_line, dumps, parse_time, try_parse_time, write_atomic
+from evaluator.files import (
+    append_line,
+    dumps,
+    dumps_line,
+    loads_finite,
+    parse_time,
+    try_parse_time,
+    write_atomic,
+)
 from evaluator.records import STALE, VOID, Attempt, Crowning, King, Result, refunded_heads
 from evaluator.rules import FORMAT_VERSION, is_generation, is_name
 
@@ -97,8 +105,8 @@ def read_json(path: Path, kind: type = dict) -> Any:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = loads_finite(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise LeaderboardError(f"{path} is not valid JSON ({exc}); restore it from git") from exc
     if not isinstance(data, kind):
         raise LeaderboardError(f"{path} should hold a JSON {kind.__name__}; restore it from git")
@@ -114,8 +122,8 @@ def read_json_lines(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
+            row = loads_finite(line)
+        except ValueError as exc:
             raise LeaderboardError(f"{path}:{number} is not valid JSON ({exc}); restore it "
                                    "from git") from exc
         if not isinstance(row, dict):
@@ -283,7 +291,7 @@ class Store:
         if any((a.pr, a.head_sha) == (attempt.pr, attempt.head_sha) for a in self.attempts()):
             return False
         try:
-            append_line(self.file(ATTEMPTS_FILE), json.dumps(attempt.to_dict(), sort_keys=True))
+            append_line(self.file(ATTEMPTS_FILE), dumps_line(attempt.to_dict()))
         except OSError as exc:
             raise LeaderboardError(f"cannot record the attempt in {ATTEMPTS_FILE}: {exc}") from exc
         return True
@@ -292,7 +300,7 @@ class Store:
         """Append one queue event (see `queue_events`)."""
         validate("queue", event, f"the {event.get('event')!r} queue event")
         try:
-            append_line(self.file(QUEUE_FILE), json.dumps(event, sort_keys=True))
+            append_line(self.file(QUEUE_FILE), dumps_line(event))
         except OSError as exc:
             raise LeaderboardError(f"cannot record the event in {QUEUE_FILE}: {exc}") from exc
 

@@ -322,6 +322,15 @@ def test_writes_are_deterministic_json(repo):
 # ---------------------------------------------------------------- seed king and validate
 
 
+def _edit_number(path, key: str, literal: str) -> None:
+    """Set every `key` in a JSON file to a literal written as text (NaN, 1e400, ...)."""
+    text, marker = path.read_text(), f'"{key}": '
+    assert marker in text
+    lines = [line.split(marker)[0] + marker + literal + ("," if line.rstrip().endswith(",") else "")
+             if marker in line else line for line in text.splitlines()]
+    path.write_text("\n".join(lines) + "\n")
+
+
 def test_seed_king_installs_the_first_king(repo, make_submission):
     folder = make_submission(repo, "alice", 1)
     seed_king(repo, folder, crowned(pr=None), rules=OFFICIAL)
@@ -366,6 +375,13 @@ def test_empty_leaderboard_is_valid(repo):
     (lambda r: (r / "leaderboard/king.json").write_text('{"format": 1, "king": {}}\n'),
      "king schema"),
     (lambda r: (r / "leaderboard/king.json").write_text("{"), "not valid JSON"),
+    # a cost no arithmetic can use, in the king's record and in its result
+    (lambda r: _edit_number(r / "leaderboard/king.json", "composite", "Infinity"),
+     "not valid JSON"),
+    (lambda r: _edit_number(r / "leaderboard/results/alice/1.json", "live_cost_usd", "1e400"),
+     "not valid JSON"),
+    (lambda r: _edit_number(r / "leaderboard/results/alice/1.json", "live_cost_usd", "NaN"),
+     "not valid JSON"),
 ])
 def test_validate_state_catches_tampering(repo, tamper, message):
     apply_result(repo, crowned(), rules=OFFICIAL)

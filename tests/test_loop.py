@@ -344,6 +344,9 @@ ISOLATION = [
     # a call that failed for good ends the session as failed, wrong even with an answer
     (FAILED_CALL, 1, FAILED, False, 0, "failed", 0.25),
     (FAILED_CALL, 2, FAILED, False, 1, "failed", 0.75),
+    # a fault no one foresaw ends that session as failed, never the evaluation
+    (OverflowError("cannot convert float infinity to integer"), 1, FAILED, False, 0, "failed", 0.0),
+    (KeyError("choices"), 2, FAILED, False, 1, "failed", 0.5),
 ]
 
 
@@ -358,7 +361,9 @@ def test_one_items_ending_leaves_the_others_answered(fault, turn, status, correc
     hit = outcomes[1]
     assert (hit.status, hit.correct, hit.n_turns) == (status, correct, n_turns)
     assert hit.cost_usd == pytest.approx(cost)
-    assert hit.reason == (str(fault) if status == FAILED else None)
+    assert hit.reason == (None if status != FAILED else str(fault)
+                          if isinstance(fault, InfrastructureError)
+                          else f"unexpected error ({type(fault).__name__})")
     for other in (outcomes[0], outcomes[2]):
         assert (other.status, other.correct, other.n_turns) == (ANSWERED, True, 2)
     trajectories = asyncio.run(run_sessions(items(), BENCH, scripted_policy(

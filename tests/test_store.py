@@ -5,6 +5,7 @@ import json
 import pytest
 
 from evaluator.errors import LeaderboardError
+from evaluator.files import canonical_json, dumps
 from evaluator.records import Attempt
 from evaluator.store import Store, parse_submission_path
 
@@ -119,3 +120,25 @@ def test_a_broken_attempts_line_is_named_not_skipped(repo):
 ])
 def test_parse_submission_path(path, parsed):
     assert parse_submission_path(path) == parsed
+
+
+# what a hand edit or a writer bug could leave in a state file: numbers no reader can use
+UNUSABLE_NUMBERS = ["Infinity", "-Infinity", "NaN", "1e400"]
+
+
+@pytest.mark.parametrize("number", UNUSABLE_NUMBERS)
+def test_a_state_file_with_a_number_that_is_not_finite_is_refused(repo, number):
+    store = Store(repo)
+    store.record_attempt(Attempt("alice", 1, 7, "b" * 40, "2026-11-29T12:00:00Z"))
+    path = repo / "leaderboard/attempts.jsonl"
+    path.write_text(path.read_text().replace('"pr": 7', f'"pr": 7, "cost": {number}'))
+    with pytest.raises(LeaderboardError, match=r"attempts\.jsonl:1 is not valid JSON"):
+        store.attempts()
+
+
+@pytest.mark.parametrize("number", [float("inf"), float("nan")])
+def test_no_state_file_is_written_with_a_number_that_is_not_finite(repo, number):
+    with pytest.raises(ValueError, match="Out of range float"):
+        dumps({"live_cost_usd": number})
+    with pytest.raises(ValueError, match="Out of range float"):
+        canonical_json({"cost_usd": number})

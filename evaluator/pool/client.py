@@ -39,6 +39,7 @@ from typing import Any
 
 import httpx
 
+from evaluator import finite
 from evaluator.errors import InfrastructureError, OutOfCreditError, PoolError
 from evaluator.pool.ledger import Ledger
 from evaluator.rules import Competition
@@ -282,13 +283,14 @@ class OpenRouterClient:
         try:
             text = choice["message"].get("content") or ""
             usage = data.get("usage") or {}
-            prompt_tokens = int(usage.get("prompt_tokens", 0))
-            completion_tokens = int(usage.get("completion_tokens", 0))
+            prompt_tokens = finite.count(usage.get("prompt_tokens", 0), "usage.prompt_tokens")
+            completion_tokens = finite.count(usage.get("completion_tokens", 0),
+                                             "usage.completion_tokens")
+            cost = usage.get("cost")
+            cost = (self.rules.pool_model(model_name).cost_usd(prompt_tokens, completion_tokens)
+                    if cost is None else finite.amount(cost, "usage.cost"))
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
-            raise _Retryable("HTTP 200 with a malformed completion") from exc
-        cost = usage.get("cost")
-        if not isinstance(cost, (int, float)) or isinstance(cost, bool) or cost < 0:
-            cost = self.rules.pool_model(model_name).cost_usd(prompt_tokens, completion_tokens)
+            raise _Retryable(f"HTTP 200 with a malformed completion ({exc})") from exc
         request_id = str(data.get("id") or response.headers.get("x-request-id") or "")
         finish = choice.get("finish_reason")
         details = usage.get("completion_tokens_details")

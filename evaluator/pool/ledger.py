@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluator import finite
 from evaluator.errors import LedgerError
 from evaluator.files import canonical_json, format_time, utc_now
 
@@ -53,7 +54,16 @@ class Ledger:
 
     def append(self, model: str, prompt_tokens: int, completion_tokens: int, cost_usd: float,
                request_id: str, at: str | None = None) -> dict[str, Any]:
-        """Chain one entry onto the ledger with a single write and fsync; returns the entry."""
+        """Chain one entry onto the ledger with a single write and fsync; returns the entry.
+
+        Counts and the cost must be finite and non-negative (LedgerError otherwise): one bad
+        number would make every later total meaningless."""
+        try:
+            prompt_tokens = finite.count(prompt_tokens, "prompt_tokens")
+            completion_tokens = finite.count(completion_tokens, "completion_tokens")
+            cost_usd = finite.amount(cost_usd, "cost_usd")
+        except ValueError as exc:
+            raise LedgerError(f"not ledgered: {exc}") from exc
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
@@ -61,9 +71,8 @@ class Ledger:
                 if fcntl is not None:
                     fcntl.flock(fd, fcntl.LOCK_EX)
                 entry = {"at": at or format_time(utc_now(), micro=True), "model": model,
-                         "prompt_tokens": int(prompt_tokens),
-                         "completion_tokens": int(completion_tokens),
-                         "cost_usd": float(cost_usd), "request_id": str(request_id),
+                         "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                         "cost_usd": cost_usd, "request_id": str(request_id),
                          "prev": _last_hash(fd)}
                 entry["hash"] = entry_hash(entry)
                 os.write(fd, (canonical_json(entry) + "\n").encode("utf-8"))

@@ -18,7 +18,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -52,6 +52,9 @@ FAULTS = {
     "finish-content-filter": "HTTP 200, finish_reason content_filter, content null, billed",
     "empty": "HTTP 200 with no choices, not billed",
     "malformed": "HTTP 200 with half a JSON body",
+    "usage-overflow": "HTTP 200 whose prompt_tokens is infinite (as 1e400 parses)",
+    "usage-negative": "HTTP 200 with a negative completion_tokens",
+    "cost-nan": "HTTP 200 whose cost is NaN",
     "slow": "the answer after slow_seconds", "hang": "no answer until the client gives up",
     "drop": "the connection closed without a response",
 }
@@ -352,7 +355,17 @@ STATUS_FAULTS = {
     "402-in-flight": _status_fault(402, IN_FLIGHT_METADATA, retry=True),
     "403-moderation": _moderation,
 }
+def _usage(**fields: Any) -> Callable[[Simulator, dict[str, Any], dict], dict[str, Any]]:
+    def shape(sim: Simulator, payload: dict[str, Any], body: dict) -> dict[str, Any]:
+        return payload | {"usage": payload["usage"] | fields}
+
+    return shape
+
+
 SHAPED_FAULTS = {
+    "usage-overflow": _usage(prompt_tokens=float("inf")),
+    "usage-negative": _usage(completion_tokens=-5),
+    "cost-nan": _usage(cost=float("nan")),
     "finish-error": _finish("error", 0.5, GENERATION_ERROR),
     "finish-length": _finish("length", None),
     "finish-content-filter": _finish("content_filter", None),

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from evaluator.errors import TrainingError
+from evaluator.files import dumps_line
 from evaluator.rules import Competition
 from evaluator.types import AnsweredItem
 
@@ -62,7 +63,7 @@ def append_answered(path: str | Path, rows: Sequence[AnsweredItem]) -> None:
     """Append rows with one write and an fsync, so an interrupted run loses at most a batch."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(json.dumps(row.to_dict(), sort_keys=True) + "\n" for row in rows)
+    text = "".join(dumps_line(row.to_dict()) + "\n" for row in rows)
     with path.open("a", encoding="utf-8") as handle:
         handle.write(text)
         handle.flush()

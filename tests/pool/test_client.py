@@ -93,6 +93,8 @@ RECOVERABLE = [
     ("402-in-flight", 0),
     # broken answers
     ("malformed", 0), ("empty", 0), ("error-body", 0),
+    # numbers no arithmetic can use: refused where they enter, never ledgered
+    ("usage-overflow", 0), ("usage-negative", 0), ("cost-nan", 0),
     # a generation that failed midway was billed
     ("finish-error", 2),
     # transport failures

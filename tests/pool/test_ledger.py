@@ -77,7 +77,27 @@ TAMPERING = [
         0, json.dumps({**json.loads(lines[0]), "note": "x"})), "line 1: not a ledger entry"),
     ("negative cost", lambda lines: lines.__setitem__(
         0, json.dumps({**json.loads(lines[0]), "cost_usd": -1})), "line 1: cost_usd"),
+    ("infinite cost", lambda lines: lines.__setitem__(
+        0, lines[0].replace('"cost_usd":', '"cost_usd":1e400,"was":')), "line 1: "),
 ]
+
+
+# (prompt_tokens, completion_tokens, cost_usd) that no entry may carry
+UNLEDGERABLE = [
+    (10, 5, float("inf")), (10, 5, float("nan")), (10, 5, -0.01),
+    (float("inf"), 5, 0.1), (-1, 5, 0.1), (10, 2.5, 0.1), (True, 5, 0.1),
+]
+
+
+@pytest.mark.parametrize(("prompt", "completion", "cost"), UNLEDGERABLE)
+def test_an_entry_with_an_unusable_number_is_refused_and_nothing_written(tmp_path, prompt,
+                                                                         completion, cost):
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    ledger.append("m", 1, 1, 0.5, "r0")
+    with pytest.raises(LedgerError, match="not ledgered"):
+        ledger.append("m", prompt, completion, cost, "r1")
+    summary = verify_ledger(tmp_path / "ledger.jsonl")
+    assert (summary.entries, summary.total_cost_usd) == (1, 0.5)
 
 
 @pytest.mark.parametrize(("case", "tamper", "message"), TAMPERING, ids=[t[0] for t in TAMPERING])
