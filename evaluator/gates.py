@@ -332,15 +332,25 @@ def decode_fingerprint(text: str, rules: Competition) -> np.ndarray:
     return view
 
 
-def _earlier(ctx: GateContext) -> list[tuple[str, np.ndarray]]:
-    """(what, fingerprint) of every earlier head that passed the gates, other PRs than this one.
+def counts_as_original(attempt: Attempt) -> bool:
+    """Whether a copy of this attempt's head is refused: every head that passed gate 3 (its
+    later gates do not matter: a head stopped at gate 4 is still its author's). A head stopped
+    at gate 2 has nothing sane to copy, and one stopped at gate 3 is itself a copy, whose
+    original is compared instead (so a copy never locks the original's author out)."""
+    return attempt.gates_passed or (attempt.failed_gate or 0) > 3
+
+
+def _earlier(login: str, ctx: GateContext) -> list[tuple[str, np.ndarray]]:
+    """(what, fingerprint) of every earlier original head (see `counts_as_original`) of other
+    PRs than this one and other miners than `login` (resubmitting your own head is no copy).
 
     Raises ValueError naming an attempt whose fingerprint cannot be read: the gate then fails
     closed rather than skip a comparison.
     """
     found = []
     for number, attempt in enumerate(ctx.attempts, start=1):
-        if not attempt.gates_passed or (ctx.pr is not None and attempt.pr == ctx.pr):
+        if (not counts_as_original(attempt) or attempt.miner.lower() == login.lower()
+                or (ctx.pr is not None and attempt.pr == ctx.pr)):
             continue
         what = f"the attempt of PR #{attempt.pr} ({attempt.miner}, {attempt.at})"
         try:
@@ -371,7 +381,7 @@ def _merged(sub: Submission, ctx: GateContext) -> list[tuple[str, np.ndarray]]:
 def check_duplicate(sub: Submission, ctx: GateContext) -> str | None:
     mine = fingerprint(sub.weights[0], ctx.rules.n_models)
     try:
-        earlier = _earlier(ctx)
+        earlier = _earlier(sub.login, ctx)
     except ValueError as exc:
         return str(exc)
     for what, other in _merged(sub, ctx) + earlier:

@@ -312,11 +312,23 @@ def test_independent_heads_are_not_duplicates(repo, make_submission):
     assert gates_for(repo, attempts=[earlier]).passed
 
 
-def test_the_same_pr_and_heads_that_failed_their_gates_are_not_compared(repo, make_submission):
-    earlier = recorded(repo, make_submission, "alice", seed=6, pr=7)  # this PR's older head
-    failed = recorded(repo, make_submission, "bob", seed=6, pr=41, passed=False)
-    make_submission(repo, "alice", 1, seed=6)
-    assert gates_for(repo, attempts=[earlier, failed]).passed
+@pytest.mark.parametrize(("login", "pr", "failed_gate", "compared"), [
+    ("alice", 7, None, False),  # this PR's older head
+    ("Alice", 41, 4, False),  # the miner's own head, stopped at gate 4 and now resubmitted
+    ("bob", 41, 4, True),  # another miner's head stopped at gate 4: still its author's
+    ("bob", 41, 3, False),  # a copy itself: its original is compared instead
+    ("bob", 41, 2, False),  # insane weights: nothing to copy
+])
+def test_which_earlier_attempts_gate_3_compares(repo, make_submission, login, pr, failed_gate,
+                                                compared):
+    earlier = dataclasses.replace(recorded(repo, make_submission, login.lower(), seed=6, pr=pr),
+                                  miner=login, gates_passed=failed_gate is None,
+                                  failed_gate=failed_gate)
+    generation = 2 if login == "Alice" else 1  # the own head's slot and generation are spent
+    make_submission(repo, "alice", generation, seed=6)
+    report = gates_for(repo, f"submissions/alice/{generation}", attempts=[earlier])
+    assert report.failed is None or report.failed.number == 3, report.failed
+    assert (report.failed is not None) is compared
 
 
 @pytest.mark.parametrize(("fingerprint", "passed"), [

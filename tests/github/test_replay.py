@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -414,6 +415,24 @@ def test_a_receipt_of_an_older_format_is_refused_before_the_slot_is_spent(world)
     body = world.fake.comment_bodies(7)[0]
     assert "Gate 0 " in body and "with this version" in body, body
     assert not world.board("attempts.jsonl")  # no slot spent
+
+
+def test_a_copy_of_a_head_stopped_at_gate_4_is_caught_and_never_locks_its_author_out(
+        world, monkeypatch):
+    first = world.open_pr(7, "alice", world.files("alice", seed=1, total_cost_usd=0.0))
+    run, runner = world.gates(7, first)
+    assert passed(runner) == "false" and "Gate 4 " in world.fake.comment_bodies(7)[0], run.log
+
+    copy = world.open_pr(8, "bob", world.files("bob", seed=1))  # her weights, a valid receipt
+    run, runner = world.gates(8, copy)
+    assert passed(runner) == "false", run.log
+    assert "Gate 3 (duplicate) failed" in world.fake.comment_bodies(8)[0]
+
+    later = parse_time(world.board("attempts.jsonl")[0]["at"]) + timedelta(hours=25)
+    monkeypatch.setattr("evaluator.commands.gates.utc_now", lambda: later)
+    fixed = world.open_pr(9, "alice", world.files("alice", generation=2, seed=1))
+    run, runner = world.gates(9, fixed)
+    assert passed(runner) == "true", run.log
 
 
 # ---------------------------------------------------------------- racing jobs
