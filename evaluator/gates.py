@@ -7,7 +7,6 @@ evaluator's defence-in-depth re-check all iterate it.
 
 from __future__ import annotations
 
-import base64
 import logging
 import stat
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
+from evaluator import fingerprints
 from evaluator.errors import SubmissionError
 from evaluator.files import format_time, utc_now
 from evaluator.records import Attempt
@@ -318,18 +318,14 @@ def fingerprint(head: np.ndarray, n_models: int) -> np.ndarray:
     return (centred / norm if norm > 0 else centred).reshape(-1)
 
 
-def encode_fingerprint(view: np.ndarray) -> str:
-    """A fingerprint as the attempts log keeps it: float16, base64 (a few kilobytes)."""
-    return base64.b64encode(np.asarray(view, dtype="<f2").tobytes()).decode("ascii")
+def encode_fingerprint(view: np.ndarray, n_models: int) -> str:
+    """A fingerprint as the attempts log keeps it (see evaluator.fingerprints)."""
+    return fingerprints.encode(view, n_models)
 
 
 def decode_fingerprint(text: str, rules: Competition) -> np.ndarray:
     """The recorded fingerprint back as a vector; ValueError when it is not one of these rules."""
-    raw = base64.b64decode(text.encode("ascii"), validate=True)
-    view = np.frombuffer(raw, dtype="<f2").astype(np.float64)
-    if view.size != rules.n_models * rules.hidden_size or not np.isfinite(view).all():
-        raise ValueError("not a fingerprint of this head shape")
-    return view
+    return fingerprints.decode(text, rules)
 
 
 def counts_as_original(attempt: Attempt) -> bool:
@@ -340,26 +336,32 @@ def counts_as_original(attempt: Attempt) -> bool:
     return attempt.gates_passed or (attempt.failed_gate or 0) > 3
 
 
-def _earlier(login: str, ctx: GateContext) -> list[tuple[str, np.ndarray]]:
-    """(what, fingerprint) of every earlier original head (see `counts_as_original`) of other
-    PRs than this one and other miners than `login` (resubmitting your own head is no copy).
+def _earlier(mine: np.ndarray, login: str, ctx: GateContext) -> list[tuple[str, float]]:
+    """(what, cosine with `mine`) of every earlier original head (see `counts_as_original`) of
+    other PRs than this one and other miners than `login` (resubmitting your own head is no
+    copy).
 
     Raises ValueError naming an attempt whose fingerprint cannot be read: the gate then fails
     closed rather than skip a comparison.
     """
-    found = []
-    for number, attempt in enumerate(ctx.attempts, start=1):
-        if (not counts_as_original(attempt) or attempt.miner.lower() == login.lower()
-                or (ctx.pr is not None and attempt.pr == ctx.pr)):
-            continue
-        what = f"the attempt of PR #{attempt.pr} ({attempt.miner}, {attempt.at})"
-        try:
-            found.append((what, decode_fingerprint(attempt.fingerprint or "", ctx.rules)))
-        except ValueError as exc:
-            raise ValueError(f"leaderboard/attempts.jsonl line {number} ({what}) has no readable "
-                             f"fingerprint ({exc}); a maintainer must restore the file from git "
-                             "before any head can pass this gate") from exc
-    return found
+    found = [(number, attempt) for number, attempt in enumerate(ctx.attempts, start=1)
+             if counts_as_original(attempt) and attempt.miner.lower() != login.lower()
+             and (ctx.pr is None or attempt.pr != ctx.pr)]
+    whats = [f"the attempt of PR #{attempt.pr} ({attempt.miner}, {attempt.at})"
+             for _, attempt in found]
+    try:
+        cosines = fingerprints.cosines(mine, [a.fingerprint or "" for _, a in found], ctx.rules)
+    except ValueError:
+        for (number, attempt), what in zip(found, whats, strict=True):  # name the first bad one
+            try:
+                decode_fingerprint(attempt.fingerprint or "", ctx.rules)
+            except ValueError as exc:
+                raise ValueError(
+                    f"leaderboard/attempts.jsonl line {number} ({what}) has no readable "
+                    f"fingerprint ({exc}); a maintainer must restore the file from git before "
+                    "any head can pass this gate") from exc
+        raise
+    return list(zip(whats, cosines.tolist(), strict=True))
 
 
 def _merged(sub: Submission, ctx: GateContext) -> list[tuple[str, np.ndarray]]:
@@ -381,11 +383,11 @@ def _merged(sub: Submission, ctx: GateContext) -> list[tuple[str, np.ndarray]]:
 def check_duplicate(sub: Submission, ctx: GateContext) -> str | None:
     mine = fingerprint(sub.weights[0], ctx.rules.n_models)
     try:
-        earlier = _earlier(sub.login, ctx)
+        earlier = _earlier(mine, sub.login, ctx)
     except ValueError as exc:
         return str(exc)
-    for what, other in _merged(sub, ctx) + earlier:
-        cosine = float(mine @ other)
+    merged = [(what, float(mine @ other)) for what, other in _merged(sub, ctx)]
+    for what, cosine in merged + earlier:
         if cosine >= ctx.rules.duplicate_cosine:
             return (f"the model rows route like {what} (cosine {cosine:.4f} ≥ "
                     f"{ctx.rules.duplicate_cosine}, whatever the role rows and SVF scales); "
@@ -455,7 +457,7 @@ def attempt_of(sub: Submission, report: GateReport, ctx: GateContext,
     try:
         head, _ = sub.weights
         weights_sha = sha256_file(sub.folder / WEIGHTS_FILE)
-        view = encode_fingerprint(fingerprint(head, ctx.rules.n_models))
+        view = encode_fingerprint(fingerprint(head, ctx.rules.n_models), ctx.rules.n_models)
     except (SubmissionError, OSError):
         weights_sha = view = None  # unreadable weights: gate 2 failed, nothing to compare
     failed = report.failed

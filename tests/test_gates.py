@@ -284,12 +284,25 @@ def recorded(repo, make_submission, login, seed, pr, passed=True, **receipt):
 @pytest.mark.parametrize("kind", COPIES)
 def test_copies_of_a_pending_attempt_are_caught(repo, make_submission, kind):
     earlier = recorded(repo, make_submission, "bob", seed=5, pr=40)
-    head = np.frombuffer(base64.b64decode(earlier.fingerprint), "<f2").astype(np.float32)
+    head = decode_fingerprint(earlier.fingerprint, OFFICIAL).astype(np.float32)
     original = np.vstack([head.reshape(3, -1), np.ones((3, OFFICIAL.hidden_size))])
     head, scales = copy_of(kind, original, np.ones(OFFICIAL.svf_scale_count))
     make_submission(repo, "alice", 1, head=head, scales=scales)
     report = gates_for(repo, attempts=[earlier])
     assert report.failed.number == 3 and "the attempt of PR #40 (bob" in report.failed.reason
+
+
+def test_a_copy_is_found_among_a_season_of_attempts(repo, make_submission):
+    rng = np.random.default_rng(3)
+    heads = [rng.normal(0, 0.1, OFFICIAL.head_shape) for _ in range(300)]
+    season = [Attempt(miner=f"m{i}", generation=1, pr=100 + i, head_sha=f"{i:040x}",
+                      at="2026-11-20T12:00:00Z", gates_passed=True,
+                      fingerprint=encode_fingerprint(fingerprint(h, 3), 3))
+              for i, h in enumerate(heads)]
+    make_submission(repo, "alice", 1, head=copy_of("models shifted", heads[280],
+                                                   np.ones(OFFICIAL.svf_scale_count))[0])
+    report = gates_for(repo, attempts=season)
+    assert report.failed.number == 3 and "the attempt of PR #380 (m280" in report.failed.reason
 
 
 @pytest.mark.parametrize(("cosine", "caught"), [(0.995, True), (OFFICIAL.duplicate_cosine + 5e-4, True),
@@ -336,6 +349,8 @@ def test_which_earlier_attempts_gate_3_compares(repo, make_submission, login, pr
     (None, True),
     ("not base64!", True),
     (base64.b64encode(b"\x00" * 10).decode(), True),
+    ("q7:" + base64.b64encode(b"\x00" * 10).decode(), True),
+    ("q7:" + base64.b64encode(b"\x00" * 1800).decode(), True),  # scales of zero
 ])
 def test_an_unreadable_fingerprint_fails_the_gate_closed(repo, make_submission, fingerprint,
                                                          passed):
@@ -355,8 +370,36 @@ def test_the_fingerprint_ignores_shift_and_scale_and_is_compact():
     shifted = np.vstack([head[:3] * 3 + head[1], -head[3:]])
     assert fingerprint(shifted, 3) @ view == pytest.approx(1.0)
     rules = dataclasses.replace(OFFICIAL, hidden_size=16)
-    assert decode_fingerprint(encode_fingerprint(view), rules) @ view == pytest.approx(1.0, abs=1e-3)
-    assert len(encode_fingerprint(fingerprint(np.ones(OFFICIAL.head_shape), 3))) < 9000
+    assert decode_fingerprint(encode_fingerprint(view, 3), rules) @ view == pytest.approx(1.0, abs=1e-3)
+    # the float16 format of earlier logs is still read
+    legacy = base64.b64encode(view.astype("<f2").tobytes()).decode()
+    assert decode_fingerprint(legacy, rules) @ view == pytest.approx(1.0, abs=1e-3)
+
+
+def test_an_attempts_line_stays_under_3_kb(repo, make_submission):
+    attempt = recorded(repo, make_submission, "a" * 39, seed=5, pr=999999)
+    attempt = dataclasses.replace(attempt, generation=99999, head_sha="f" * 40)
+    assert len(json.dumps(attempt.to_dict(), sort_keys=True)) <= 3 * 1024
+
+
+CUTS = (0.995, OFFICIAL.duplicate_cosine + 5e-4, OFFICIAL.duplicate_cosine - 5e-4, 0.985, 0.95)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_stored_fingerprints_decide_every_copy_as_the_full_ones_do(seed):
+    """Gate 3 against a pending attempt decides from the stored fingerprint: on every
+    disguised copy, and on copies moved just past or short of the line, as from the weights."""
+    rng = np.random.default_rng(seed)
+    head, scales = rng.normal(0, 0.1, OFFICIAL.head_shape), np.ones(OFFICIAL.svf_scale_count)
+    original = fingerprint(head, 3)
+    stored = decode_fingerprint(encode_fingerprint(original, 3), OFFICIAL)
+    copies = [copy_of(kind, head, scales)[0] for kind in COPIES]
+    copies += [evading(head, cosine, 3, seed=seed) for cosine in CUTS]
+    for copy in copies:
+        mine = fingerprint(copy, 3)
+        full, kept = float(mine @ original), float(mine @ stored)
+        assert abs(kept - full) < 3e-4
+        assert (kept >= OFFICIAL.duplicate_cosine) == (full >= OFFICIAL.duplicate_cosine)
 
 
 # ---------------------------------------------------------------- gate 4: receipt

@@ -1,0 +1,143 @@
+"""How the attempts log stores gate 3's fingerprints, and how gate 3 reads a season of them.
+
+A fingerprint (see gates.fingerprint) is the model rows centred across the rows, unit norm:
+n rows whose columns sum to zero, so n−1 rows of contrasts hold all of it with the same dot
+products. The log keeps those contrasts at 7 bits each (each row scaled to its largest
+magnitude), packed, with the row scales as float32: "q7:" + base64, 2.4 KB for the
+official head, where the float16 rows written before took 8.2 KB. Rounding moves a cosine
+near gate 3's line by under 2e-4 (`tinyrouter bench-scale` measures it on disguised copies,
+with the decisions it changes: none). Lines written in the float16 format are still read.
+
+Gate 3 compares a new head with every earlier attempt: `cosines` reads them all at once,
+in blocks, without expanding them into full vectors.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+
+from evaluator.rules import Competition
+
+PREFIX, BITS = "q7:", 7
+LEVELS = 2 ** (BITS - 1) - 1  # codes 0 … 2·LEVELS stand for −LEVELS … LEVELS
+BLOCK = 256  # fingerprints decoded at a time: a few MB, whatever the season's size
+
+
+def contrasts(n: int) -> np.ndarray:
+    """An orthonormal basis (n−1 rows, Helmert's) of the vectors whose entries sum to zero."""
+    basis = np.zeros((n - 1, n))
+    for k in range(1, n):
+        basis[k - 1, :k], basis[k - 1, k] = 1.0, -k
+        basis[k - 1] /= np.sqrt(k * (k + 1))
+    return basis
+
+
+def encode(view: np.ndarray, n_models: int) -> str:
+    """A fingerprint as the attempts log keeps it."""
+    rows = np.asarray(view, dtype=np.float64).reshape(n_models, -1)
+    if not np.allclose(rows.sum(axis=0), 0.0, atol=1e-6):
+        raise ValueError("a fingerprint's rows are centred; this vector's are not")
+    coefficients = contrasts(n_models) @ rows
+    peak = np.abs(coefficients).max(axis=1, keepdims=True)
+    scale = np.where(peak > 0, peak / LEVELS, 1.0)
+    codes = (np.rint(coefficients / scale) + LEVELS).astype(np.uint8).reshape(-1)
+    codes = np.concatenate([codes, np.zeros(-codes.size % 8, np.uint8)])
+    bits = np.unpackbits(codes.reshape(-1, 1), axis=1)[:, 8 - BITS:]
+    raw = scale.astype("<f4").tobytes() + np.packbits(bits.reshape(-1)).tobytes()
+    return PREFIX + base64.b64encode(raw).decode("ascii")
+
+
+def _codes(packed: np.ndarray, count: int) -> np.ndarray:
+    """The 7-bit codes in rows of packed bytes: eight in every seven bytes, code i of a group
+    made of the low i bits of byte i−1 and the high 7−i bits of byte i."""
+    groups = packed.reshape(packed.shape[0], -1, 7)
+    padded = np.zeros((*groups.shape[:2], 9), np.uint8)
+    padded[:, :, 1:8] = groups
+    codes = np.empty((*groups.shape[:2], 8), np.uint8)
+    for i in range(8):
+        codes[:, :, i] = ((padded[:, :, i] << (7 - i)) | (padded[:, :, i + 1] >> (i + 1))) & 0x7F
+    return codes.reshape(packed.shape[0], -1)[:, :count]
+
+
+class _Compact:
+    """Compact fingerprints of one head shape, read block by block as float32 contrasts."""
+
+    def __init__(self, raws: list[bytes], n: int, columns: int) -> None:
+        self.n, self.columns, self.head = n, columns, 4 * (n - 1)
+        count = (n - 1) * columns
+        if any(len(raw) != self.head + -(-count // 8) * 7 for raw in raws):
+            raise ValueError("not a fingerprint of this head shape")
+        self.table = np.frombuffer(b"".join(raws), np.uint8).reshape(len(raws), -1)
+        self.scale = self.table[:, :self.head].copy().view("<f4")[:, :, None]
+        if not (np.isfinite(self.scale).all() and (self.scale > 0).all()):
+            raise ValueError("a fingerprint's scale is not a positive number")
+
+    def blocks(self):
+        """(rows, contrasts of unit norm) per block; rounding adds noise of known power, and
+        dividing by the norm alone would shrink every cosine by half of it, so it is given
+        back (cosines then err both ways)."""
+        count = (self.n - 1) * self.columns
+        for start in range(0, len(self.table), BLOCK):
+            rows = slice(start, start + BLOCK)
+            codes = _codes(self.table[rows, self.head:], count)
+            if codes.size and codes.max() > 2 * LEVELS:
+                raise ValueError("a fingerprint code is out of range")
+            values = codes.reshape(-1, self.n - 1, self.columns).astype(np.float32)
+            values -= LEVELS
+            values *= self.scale[rows]
+            noise = self.columns * (self.scale[rows].astype(np.float64) ** 2).sum(axis=(1, 2)) / 12
+            norm = np.sqrt(np.einsum("krc,krc->k", values, values, dtype=np.float64))
+            factor = np.divide(1 + noise / 2, norm, out=np.zeros_like(norm), where=norm > 0)
+            values *= factor.astype(np.float32)[:, None, None]
+            yield rows, values
+
+
+def _parse(texts: list[str], rules: Competition) -> tuple[list[int], _Compact | None,
+                                                         dict[int, np.ndarray]]:
+    """(indices of the compact ones, their reader, the float16 ones decoded by index)."""
+    compact, raws, legacy = [], [], {}
+    for index, text in enumerate(texts):
+        if text.startswith(PREFIX):
+            compact.append(index)
+            raws.append(base64.b64decode(text[len(PREFIX):].encode("ascii"), validate=True))
+            continue
+        view = np.frombuffer(base64.b64decode(text.encode("ascii"), validate=True), "<f2")
+        if view.size != rules.n_models * rules.hidden_size or not np.isfinite(view).all():
+            raise ValueError("not a fingerprint of this head shape")
+        legacy[index] = view.astype(np.float64)
+    reader = _Compact(raws, rules.n_models, rules.hidden_size) if raws else None
+    return compact, reader, legacy
+
+
+def decode_all(texts: list[str], rules: Competition) -> np.ndarray:
+    """Recorded fingerprints as rows of unit vectors (float32); ValueError naming no line when
+    one is not a fingerprint of these rules (`decode` one by one to find it)."""
+    compact, reader, legacy = _parse(texts, rules)
+    views = np.empty((len(texts), rules.n_models * rules.hidden_size), np.float32)
+    basis = contrasts(rules.n_models).T.astype(np.float32)
+    for rows, values in reader.blocks() if reader else ():
+        views[compact[rows]] = np.matmul(basis, values).reshape(len(values), -1)
+    for index, view in legacy.items():
+        views[index] = view
+    return views
+
+
+def decode(text: str, rules: Competition) -> np.ndarray:
+    """One recorded fingerprint back as a unit vector."""
+    return decode_all([text], rules)[0].astype(np.float64)
+
+
+def cosines(mine: np.ndarray, texts: list[str], rules: Competition) -> np.ndarray:
+    """The cosine of the fingerprint `mine` with each recorded one, as gate 3 compares them,
+    computed on the contrasts block by block."""
+    compact, reader, legacy = _parse(texts, rules)
+    found = np.empty(len(texts))
+    mine = np.asarray(mine, dtype=np.float64)
+    target = (contrasts(rules.n_models) @ mine.reshape(rules.n_models, -1)).astype(np.float32)
+    for rows, values in reader.blocks() if reader else ():
+        found[compact[rows]] = np.einsum("krc,rc->k", values, target, dtype=np.float64)
+    for index, view in legacy.items():
+        found[index] = float(mine @ view)
+    return found
