@@ -37,6 +37,8 @@ COMMANDS = {
     "bench": Command("bench", "performance benchmarks of the coordinator (not tests)"),
     "bench-sandbox": Command("bench_sandbox", "time the code sandbox per program (a benchmark, "
                                               "not a test)"),
+    "bench-scale": Command("bench_scale", "time gates, apply, validate and the site build on "
+                                          "synthetic boards of N records (a benchmark)"),
     "bench-startup": Command("bench_startup", "time the light commands' start-up against "
                                               "importing numpy, httpx and safetensors"),
     "bench-training": Command("bench_training", "train on the demo corpus and score its "

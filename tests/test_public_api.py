@@ -12,7 +12,7 @@ PUBLIC = [
 ]
 
 COMMANDS = [
-    "baseline", "bench", "bench-agreement", "bench-sandbox", "bench-startup",
+    "baseline", "bench", "bench-agreement", "bench-sandbox", "bench-scale", "bench-startup",
     "bench-training", "collect", "demo",
     "diff", "encoder", "evaluate", "fairness", "gates", "gh", "grade", "leaderboard", "ledger",
     "pack", "pool", "preflight", "reveal", "score", "seal", "site", "train", "verify-benchmark",

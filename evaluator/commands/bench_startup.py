@@ -41,11 +41,16 @@ PARSERS = {"bench-startup": add_bench_startup}
 
 def fixture_repo(root: Path, rules: Competition) -> str:
     """A repository with one valid submission; its folder, relative to the root."""
+    (root / "leaderboard").mkdir(parents=True)
+    return fixture_submission(root, "alice", 0, rules)
+
+
+def fixture_submission(root: Path, login: str, seed: int, rules: Competition) -> str:
+    """A valid first-generation submission of `login` with a seeded random head."""
     from evaluator import __version__
     from evaluator.submission import write_submission
 
-    (root / "leaderboard").mkdir(parents=True)
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     head = rng.normal(0, 0.1, rules.head_shape).astype(np.float32)
     scales = np.ones(rules.svf_scale_count, np.float32)
     fields = {"benchmarks": list(rules.benchmarks),
@@ -55,7 +60,7 @@ def fixture_repo(root: Path, rules: Competition) -> str:
                                   for g in range(3)],
               "total_cost_usd": 1.0, "ledger_head": "ab" * 32, "init_weights_sha256": None,
               "tinyrouter_version": __version__, "created_at": "2026-11-28T10:00:00Z"}
-    folder = write_submission(root, "alice", 1, head, scales, fields, rules)
+    folder = write_submission(root, login, 1, head, scales, fields, rules)
     return folder.relative_to(root).as_posix()
 
 

@@ -1,0 +1,257 @@
+"""`tinyrouter bench-scale`: how the light commands' cost grows with a season's records.
+
+For each size N it builds a synthetic board: a seeded king (its folder merged), N miners with
+one attempt each (an official-shape head's fingerprint, gates passed) and one lost result each,
+every record made through the real record types and written in the store's format, so the
+board validates. On every board it times, in a fresh interpreter each, what the workflows run
+per event: `gates` on one new head (recording its attempt), `leaderboard apply` of its result,
+`leaderboard validate` (the full check) and `site build`. Runs interleave over sizes and
+commands, so drift on a busy machine hits every cell alike; medians, and each command's growth
+from the smallest board to the largest, come from the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from evaluator.commands.bench_startup import fixture_repo, fixture_submission
+from evaluator.commands.output import write_json_out
+from evaluator.errors import TinyRouterError, UsageError
+from evaluator.files import dumps, format_time
+from evaluator.records import KING, LOST, Attempt, Crowning, King, Result
+from evaluator.rules import Competition
+from evaluator.scoring import BenchmarkScore
+from evaluator.store import ATTEMPTS_FILE, Store
+
+DEFAULT_SIZES = (100, 1000)
+START = datetime(2026, 1, 5, tzinfo=UTC)  # the synthetic season's first evaluation
+KING_LOGIN = "alice"  # the king's folder (bench-startup's fixture)
+NEWCOMER, NEWCOMER_SHA = "newcomer", "e" * 40  # the head the gates and apply are timed on
+
+
+def add_bench_scale(p: argparse.ArgumentParser) -> None:
+    p.description = ("Build synthetic boards of N attempts and results (official head shape) "
+                     "and time `gates` on one new head, `leaderboard apply`, `leaderboard "
+                     "validate` and `site build` on each, R times, in fresh interpreters: "
+                     "medians against N and each one's growth from the smallest N to the "
+                     "largest. A benchmark, not a test: the site build takes minutes at 10,000.")
+    p.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), metavar="N,N,…",
+                   help="board sizes (attempts = results = miners), e.g. 100,1000,10000")
+    p.add_argument("--repeats", "-R", type=int, default=3, metavar="R",
+                   help="runs per command and size (medians are reported)")
+    p.add_argument("--heads", type=int, default=20, metavar="H",
+                   help="random heads whose disguised copies test the stored fingerprints")
+    p.add_argument("--json", metavar="OUT", help="also write the numbers here (- for stdout)")
+    p.set_defaults(func=run)
+
+
+PARSERS = {"bench-scale": add_bench_scale}
+
+
+def _sha(rng: np.random.Generator, nbytes: int = 20) -> str:
+    return rng.bytes(nbytes).hex()
+
+
+def _lost(miner: str, pr: int, sha: str, at: datetime, rng: np.random.Generator,
+          rules: Competition) -> dict:
+    delta = -float(rng.uniform(0.01, 0.2))
+    result = Result(miner=miner, generation=1, pr=pr, head_sha=sha, evaluated_at=format_time(at),
+                    outcome=LOST, benchmark_manifest="f" * 64, partition_commitment=_sha(rng, 32),
+                    composite=0.6 + delta, king_composite=0.6, delta=delta,
+                    ci95=(delta - 0.05, delta + 0.05))
+    return result.public(rules.disclosure_precision)
+
+
+def _crown(rules: Competition) -> dict:
+    parts = BenchmarkScore(cached_acc=0.8, audit_acc=0.78, live_acc=0.7, avg_turns=2.0,
+                           efficiency=0.525, novelty=0.5, overfit_penalty=1.0, score=0.6)
+    result = Result(miner=KING_LOGIN, generation=1, pr=1, head_sha="a" * 40,
+                    evaluated_at=format_time(START - timedelta(days=1)), outcome=KING,
+                    benchmark_manifest="f" * 64, partition_commitment="9" * 64, composite=0.6,
+                    per_benchmark={b: parts for b in rules.benchmarks}, live_cost_usd=0.41)
+    return result.public(rules.disclosure_precision)
+
+
+def build_board(root: Path, n: int, rules: Competition) -> Path:
+    """A repository whose leaderboard holds a king and N miners' attempts and lost results;
+    returns the result file `leaderboard apply` is timed on (the newcomer's loss)."""
+    from evaluator.gates import encode_fingerprint, fingerprint
+
+    fixture_repo(root, rules)  # the king's merged folder
+    fixture_submission(root, NEWCOMER, 99, rules)  # the new head the gates run on
+    store, rng = Store(root), np.random.default_rng(n)
+    crown = _crown(rules)
+    store.write_king(King.crowned(crown, None))
+    store.write_history([Crowning.of(crown)])
+    store.write_result(crown)
+    lines = []
+    for i in range(n):
+        miner, at, sha = f"miner-{i:05d}", START + timedelta(minutes=10 * i), _sha(rng)
+        head = rng.normal(0, 0.1, rules.head_shape)
+        attempt = Attempt(miner=miner, generation=1, pr=100 + i, head_sha=sha,
+                          at=format_time(at), weights_sha256=_sha(rng, 32), gates_passed=True,
+                          fingerprint=encode_fingerprint(fingerprint(head, rules.n_models),
+                                                                 rules.n_models))
+        lines.append(json.dumps(attempt.to_dict(), sort_keys=True) + "\n")
+        path = store.result_path(miner, 1)
+        path.parent.mkdir(parents=True)
+        path.write_text(dumps(_lost(miner, 100 + i, sha, at + timedelta(hours=1), rng, rules)),
+                        encoding="utf-8")
+    store.file(ATTEMPTS_FILE).write_text("".join(lines), encoding="utf-8")
+    out = root / "newcomer-result.json"
+    at = START + timedelta(minutes=10 * n + 90)
+    out.write_text(dumps(_lost(NEWCOMER, 100 + n, NEWCOMER_SHA, at, rng, rules)),
+                   encoding="utf-8")
+    return out
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One command as the benchmark runs it; `reset` undoes what a run wrote, so every run
+    does the same work."""
+
+    argv: list[str]
+    reset: Callable[[], None] = lambda: None
+
+
+def commands(root: Path, result: Path, n: int) -> dict[str, Timed]:
+    cli = [sys.executable, "-m", "evaluator"]
+    store = Store(root)
+    attempts = store.file(ATTEMPTS_FILE)
+    before = attempts.read_bytes()
+    applied = store.result_path(NEWCOMER, 1)
+    site = root.parent / f"{root.name}-site"
+    return {
+        "gates (one new head)": Timed(
+            [*cli, "gates", "--repo", str(root), "--submission", f"submissions/{NEWCOMER}/1",
+             "--author", NEWCOMER, "--pr", str(100 + n), "--head-sha", NEWCOMER_SHA,
+             "--now", format_time(START + timedelta(minutes=10 * n)), "--record-attempt",
+             "--json", str(root / "gates.json")],
+            lambda: attempts.write_bytes(before)),
+        "leaderboard apply": Timed([*cli, "leaderboard", "apply", str(result), "--repo",
+                                    str(root)], lambda: applied.unlink(missing_ok=True)),
+        "leaderboard validate": Timed([*cli, "leaderboard", "validate", "--repo", str(root)]),
+        "site build": Timed([*cli, "site", "build", "--repo", str(root), "--out", str(site)]),
+    }
+
+
+CUTS = (0.995, 0.9905, 0.9895, 0.985, 0.98, 0.95, 0.9, 0.8)  # copies moved to these cosines
+
+
+def duplicate_agreement(heads: int, rules: Competition) -> dict:
+    """Gate 3's decision on every disguised copy of H random heads (evaluator.copies, and
+    copies moved to each of CUTS), against the head as stored in the float16 format of
+    earlier logs and in the compact one: how many decisions agree, and the largest cosine
+    shift from the full-precision one among copies within 0.01 of the gate's line (the shift
+    grows with the distance from 1, where it decides nothing)."""
+    from evaluator.copies import DISGUISES, disguise, evading
+    from evaluator.gates import decode_fingerprint, encode_fingerprint, fingerprint
+
+    agree = total = 0
+    shift = 0.0
+    for seed in range(heads):
+        rng = np.random.default_rng(1000 + seed)
+        head = rng.normal(0, 0.1, rules.head_shape)
+        original = fingerprint(head, rules.n_models)
+        legacy = original.astype("<f2").astype(np.float64)
+        compact = decode_fingerprint(encode_fingerprint(original, rules.n_models), rules)
+        copies = [disguise(kind, head, np.ones(rules.svf_scale_count), rules.n_models,
+                           seed)[0] for kind in DISGUISES]
+        copies += [evading(head, cut, rules.n_models, seed) for cut in CUTS]
+        for copy in copies:
+            mine = fingerprint(copy, rules.n_models)
+            before, after = float(mine @ legacy), float(mine @ compact)
+            agree += (before >= rules.duplicate_cosine) == (after >= rules.duplicate_cosine)
+            total += 1
+            full = float(mine @ original)
+            if abs(full - rules.duplicate_cosine) <= 0.01:
+                shift = max(shift, abs(after - full))
+    return {"copies": total, "same_decision": agree, "largest_shift_near_the_line": shift}
+
+
+def timed(name: str, argv: list[str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:  # the time of a command that failed measures nothing
+        raise TinyRouterError(f"{name} exited {done.returncode}: "
+                              f"{done.stderr.decode(errors='replace').strip()[-300:]}")
+    return seconds
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError as exc:
+        raise UsageError(f"--sizes takes whole numbers separated by commas, not {text!r}") from exc
+    if not sizes or sizes[0] < 1:
+        raise UsageError("--sizes needs at least one board size of 1 or more")
+    return sizes
+
+
+def measure(sizes: list[int], repeats: int, rules: Competition, tmp: Path) -> dict:
+    boards = {}
+    for n in sizes:
+        root = tmp / f"board-{n}"
+        started = time.perf_counter()
+        result = build_board(root, n, rules)
+        boards[n] = commands(root, result, n)
+        print(f"built the board of {n:,} in {time.perf_counter() - started:.1f} s", flush=True)
+    times: dict[str, dict[int, list[float]]] = {}
+    for _ in range(repeats):  # interleaved, so drift hits every cell alike
+        for n, table in boards.items():
+            for name, command in table.items():
+                times.setdefault(name, {}).setdefault(n, []).append(timed(name, command.argv))
+                command.reset()
+    log_bytes = {n: (tmp / f"board-{n}" / "leaderboard" / ATTEMPTS_FILE).stat().st_size
+                 for n in sizes}
+    return {"sizes": sizes, "repeats": repeats,
+            "attempts_bytes_per_line": {str(n): round(log_bytes[n] / n) for n in sizes},
+            "commands": {name: {"median_s": {str(n): round(statistics.median(ts), 3)
+                                             for n, ts in by_size.items()},
+                                "growth": round(statistics.median(by_size[sizes[-1]])
+                                                / statistics.median(by_size[sizes[0]]), 2)}
+                         for name, by_size in times.items()}}
+
+
+def print_report(report: dict) -> None:
+    sizes = report["sizes"]
+    width = max(map(len, report["commands"]))
+    head = "".join(f"{f'N={n:,}':>12}" for n in sizes)
+    print(f"{'command':<{width}}{head}   ×{sizes[-1]:,}/{sizes[0]:,}   "
+          f"(medians of {report['repeats']} runs)")
+    for name, row in report["commands"].items():
+        cells = "".join(f"{row['median_s'][str(n)]:>10.2f} s" for n in sizes)
+        print(f"{name:<{width}}{cells}   {row['growth']:>6.2f}")
+    per_line = "".join(f"{report['attempts_bytes_per_line'][str(n)]:>10,} B" for n in sizes)
+    print(f"{'attempts.jsonl per line':<{width}}{per_line}")
+    dup = report["duplicates"]
+    print(f"gate 3 on {dup['copies']} disguised copies: {dup['same_decision']} decisions as from "
+          f"the float16 fingerprints; near the line, cosines within "
+          f"{dup['largest_shift_near_the_line']:.1e} of the full-precision ones")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.repeats < 1:
+        raise UsageError("--repeats must be at least 1")
+    sizes = _sizes(args.sizes)
+    if args.heads < 0:
+        raise UsageError("--heads must be 0 or more")
+    with tempfile.TemporaryDirectory(prefix="tinyrouter-scale-") as tmp:
+        report = measure(sizes, args.repeats, args.rules, Path(tmp))
+    report["duplicates"] = duplicate_agreement(args.heads, args.rules)
+    print_report(report)
+    write_json_out(args.json, report)
+    return 0

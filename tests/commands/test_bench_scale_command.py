@@ -1,0 +1,40 @@
+"""`tinyrouter bench-scale`: synthetic boards that validate, and every command timed on each."""
+
+import json
+
+import pytest
+
+from evaluator.cli import main
+from evaluator.commands.bench_scale import build_board
+from evaluator.leaderboard import check_result, validate_state
+from evaluator.rules import OFFICIAL
+from evaluator.store import Store
+
+
+def test_a_synthetic_board_is_a_valid_leaderboard(tmp_path):
+    result = build_board(tmp_path, 5, OFFICIAL)
+    assert validate_state(tmp_path, OFFICIAL).results == 6  # the king's and five losses
+    store = Store(tmp_path)
+    assert len(store.attempts()) == 5 and store.king().miner == "alice"
+    check_result(json.loads(result.read_text()), OFFICIAL)
+
+
+@pytest.mark.slow
+def test_every_command_is_timed_on_every_board(tmp_path, capsys):
+    out = tmp_path / "scale.json"
+    assert main(["bench-scale", "--sizes", "3,1", "--repeats", "1", "--heads", "2",
+                 "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["sizes"] == [1, 3]
+    assert set(report["commands"]) == {"gates (one new head)", "leaderboard apply",
+                                       "leaderboard validate", "site build"}
+    for row in report["commands"].values():
+        assert set(row["median_s"]) == {"1", "3"} and row["growth"] > 0
+    assert report["attempts_bytes_per_line"]["3"] > 0
+    assert report["duplicates"]["same_decision"] == report["duplicates"]["copies"] > 0
+    assert "×3/1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--repeats", "0"], ["--sizes", "ten"], ["--sizes", "0"]])
+def test_bad_options_are_usage_errors(argv):
+    assert main(["bench-scale", *argv]) == 2
