@@ -25,7 +25,7 @@ _PUBLIC = {
     "verify_ledger": "pool.ledger", "run_sessions": "loop",
     # verdicts and state
     "evaluate_submission": "evaluate", "Result": "records", "Store": "store",
-    "apply_result": "leaderboard", "run_training": "train", "oracle_report": "baselines",
+    "apply_result": "leaderboard", "run_training": "train.run", "oracle_report": "baselines",
     "build_site": "site",
 }
 __all__ = ["__version__", *sorted(_PUBLIC)]

@@ -19,8 +19,13 @@ from evaluator.errors import MissingExtraError, TinyRouterError, UsageError
 from evaluator.rules import OFFICIAL, Competition
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-MODEL_EXTRA = "pip install 'tinyrouter[model]'"
-MODEL_PACKAGES = ("torch", "transformers", "tokenizers", "cma")
+# The import name of each optional dependency → the extra that installs it (pyproject.toml)
+EXTRAS = {
+    **dict.fromkeys(("torch", "transformers", "tokenizers", "cma"), "model"),
+    **dict.fromkeys(("math_verify", "latex2sympy2_extended", "antlr4", "sympy", "cryptography",
+                     "tqdm", "pyarrow", "huggingface_hub"), "grade"),
+    **dict.fromkeys(("mkdocs", "material", "matplotlib", "pandas"), "site"),
+}
 
 
 @dataclass(frozen=True)
@@ -108,11 +113,13 @@ def _chosen(argv: Sequence[str]) -> str | None:
 
 
 def _missing_extra(exc: ModuleNotFoundError, command: str | None) -> MissingExtraError | None:
-    """The actionable error for a model-extra package that is not installed, else None."""
-    if not exc.name or exc.name.split(".")[0] not in MODEL_PACKAGES:
+    """The actionable error for an optional package that is not installed, else None."""
+    package = (exc.name or "").split(".")[0]
+    if package not in EXTRAS:
         return None
-    return MissingExtraError(f"`tinyrouter {command}` needs {exc.name.split('.')[0]}, from the "
-                             f"model extra: {MODEL_EXTRA}")
+    extra = EXTRAS[package]
+    return MissingExtraError(f"`tinyrouter {command}` needs {package}, from the {extra} extra: "
+                             f"pip install 'tinyrouter[{extra}]'")
 
 
 def _load(name: str):

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.cli import EXTRAS
+
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
@@ -52,33 +54,50 @@ def test_the_site_builds_from_an_installed_wheel(installed, tmp_path):
         assert (tmp_path / "public" / page).is_file(), page
 
 
-def test_gates_render_their_comment_from_an_installed_wheel(installed, tmp_path,
-                                                          make_submission):
+def without(extras: tuple[str, ...], where: Path) -> dict[str, str]:
+    """An environment in which the packages of these extras fail to import, as if not installed."""
+    blocked = sorted(name for name, extra in EXTRAS.items() if extra in extras)
+    where.mkdir(exist_ok=True)
+    (where / "sitecustomize.py").write_text(
+        f"import sys\nfor name in {blocked!r}:\n    sys.modules[name] = None\n")
+    return {"PYTHONPATH": str(where), "PATH": "/usr/bin:/bin"}
+
+
+# what the hosted jobs run, on the core install alone: no extra is imported
+def test_gates_render_their_comment_from_the_core_of_an_installed_wheel(installed, tmp_path,
+                                                                         make_submission):
     repo = tmp_path / "repo"
     (repo / "leaderboard").mkdir(parents=True)
     make_submission(repo, "alice", 1)
     changes = tmp_path / "changes.txt"
     changes.write_text("".join(f"A\tsubmissions/alice/1/{name}\n"
                                for name in ("weights.safetensors", "receipt.json", "README.md")))
+    core = without(("model", "grade", "site"), tmp_path / "core-only")
     done = run(installed, "gates", "--repo", repo, "--submission", "submissions/alice/1",
                "--author", "alice", "--changed-files", changes, "--pr", "3",
                "--comment", tmp_path / "comment.md", "--json", tmp_path / "report.json",
-               cwd=tmp_path)
+               cwd=tmp_path, env=core)
     assert "all gates passed" in done.stdout
     assert "Gates passed" in (tmp_path / "comment.md").read_text(encoding="utf-8")
     assert json.loads((tmp_path / "report.json").read_text())["passed"] is True
+    done = run(installed, "leaderboard", "validate", "--repo", repo, cwd=tmp_path, env=core)
+    assert done.returncode == 0
 
 
-@pytest.mark.parametrize("argv", [["train", "--benchmarks", "mmlu", "--run-name", "r"],
-                                  ["bench", "coordinator"]])
-def test_a_model_command_without_the_extra_says_how_to_install_it(installed, tmp_path, argv):
-    blocker = tmp_path / "no-model-extra"
-    blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(
-        "import sys\nfor name in ('torch', 'transformers', 'tokenizers', 'cma'):\n"
-        "    sys.modules[name] = None  # as if the model extra were not installed\n")
+# a command, and the extra it needs that is missing
+NEEDS = [
+    (["train", "--benchmarks", "mmlu", "--run-name", "r"], "model"),
+    (["bench", "coordinator"], "model"),
+    (["grade", "math500", "--reference", "2", "--response-file", "answer.txt"], "grade"),
+    (["site", "build", "--out", "public"], "site"),
+]
+
+
+@pytest.mark.parametrize(("argv", "extra"), NEEDS)
+def test_a_command_without_its_extra_says_how_to_install_it(installed, tmp_path, argv, extra):
+    (tmp_path / "answer.txt").write_text("so \\boxed{2}\n")
     done = run(installed, *argv, cwd=tmp_path, check=False,
-               env={"PYTHONPATH": str(blocker), "PATH": "/usr/bin:/bin"})
+               env=without((extra,), tmp_path / f"no-{extra}-extra"))
     assert done.returncode == 1, done.stderr
-    assert "from the model extra: pip install 'tinyrouter[model]'" in done.stderr
+    assert f"from the {extra} extra: pip install 'tinyrouter[{extra}]'" in done.stderr
     assert "Traceback" not in done.stderr

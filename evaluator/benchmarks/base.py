@@ -77,5 +77,7 @@ class Benchmark(ABC):
         try:
             response, reference = pair
             return self.grade(response, reference)
+        except ImportError:
+            raise  # a grader's library is not installed: no pair can be graded
         except Exception as exc:  # one bad pair must not sink the others
             return Grade(False, None, f"grader failed: {type(exc).__name__}: {str(exc)[:200]}")

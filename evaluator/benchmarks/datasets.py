@@ -134,7 +134,8 @@ def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
     try:
         import pyarrow.parquet as pq  # heavy; only MMLU's parquet files need it
     except ImportError as exc:
-        raise BenchmarkError(f"reading {path.name} needs pyarrow: pip install pyarrow") from exc
+        raise BenchmarkError(f"reading {path.name} needs pyarrow, from the grade extra: "
+                             "pip install 'tinyrouter[grade]'") from exc
     for batch in pq.ParquetFile(path).iter_batches(batch_size=PARQUET_BATCH_ROWS):
         yield from batch.to_pylist()
 

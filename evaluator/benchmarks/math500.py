@@ -62,6 +62,8 @@ class Math500(Benchmark):
             return Grade(False, None, None)
         try:
             return Grade(equivalent(extracted, str(reference)), extracted, None)
+        except ImportError:
+            raise  # math-verify is not installed: every grade would be wrong, so say so
         except Exception as exc:  # math-verify may fail on odd input: wrong, not a crash
             log.debug("math-verify failed on %r vs %r: %s", extracted, reference, exc)
             return Grade(False, extracted, f"math-verify failed: {exc}")

@@ -4,9 +4,3 @@ Modules by job: `data` (training rows and the training set), `fitness` (expected
 accuracy through the router's head), `run` (the optimiser, checkpoints, summary), `live`
 (multi-turn fitness through the pool) and `bench` (`tinyrouter bench-training`).
 """
-
-from evaluator.train.data import LEDGER_FILE, TrainingSet, load_training_set
-from evaluator.train.run import TrainConfig, read_run, run_training
-
-__all__ = ["LEDGER_FILE", "TrainConfig", "TrainingSet", "load_training_set", "read_run",
-           "run_training"]
