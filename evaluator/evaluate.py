@@ -35,12 +35,14 @@ from evaluator.records import (
     LOST,
     REJECTED,
     VOID,
+    Attempt,
     HeadRecord,
+    King,
     Partition,
     Result,
     disclosed,
 )
-from evaluator.rules import LIVE_SPLIT, PARTITION, POOL_SPLIT, ROLES, Competition
+from evaluator.rules import LIVE_SPLIT, PARTITION, POOL_SPLIT, ROLES, WEIGHTS_FILE, Competition
 from evaluator.scoring import (
     BenchmarkScore,
     Measured,
@@ -53,7 +55,7 @@ from evaluator.scoring import (
     score_benchmark,
 )
 from evaluator.store import Store, submission_path
-from evaluator.submission import Submission
+from evaluator.submission import Submission, sha256_file
 from evaluator.types import AnsweredItem, Decision, Item
 
 log = logging.getLogger(__name__)
@@ -348,12 +350,14 @@ def verdict(stamp: Stamp, mine: HeadRun, theirs: HeadRun | None, king: Contender
 
 @dataclass(frozen=True)
 class PublicRouting:
-    """The challenger's turn-1 decisions on the public train items, and the share of them on
-    which it picks the king's model (None without a king)."""
+    """The challenger's turn-1 decisions on the public train items, the share of them on
+    which it picks the king's model (None without a king), and that share for each earlier
+    attempt compared."""
 
     items: tuple[Item, ...] = ()
     decisions: tuple[Decision, ...] = ()
     agreement: float | None = None
+    earlier: tuple[tuple[str, float], ...] = ()  # (which earlier attempt, agreement with it)
 
     def mix(self, rules: Competition) -> dict[str, Any]:
         """Per benchmark and item category: how many items, and each model's and role's share."""
@@ -375,33 +379,91 @@ class PublicRouting:
 
 
 def public_routing(challenger: Contender, king: Contender | None, router: Router,
-                   public_items: Sequence[Item]) -> PublicRouting:
-    """Both heads' turn-1 decisions on the public items (no hidden data)."""
-    if king is not None and not public_items:
+                   public_items: Sequence[Item],
+                   earlier: Sequence[tuple[str, Contender]] = ()) -> PublicRouting:
+    """The challenger's turn-1 decisions on the public items (no hidden data), the share of
+    them on which it picks the king's model, and the same share against each earlier head."""
+    if (king is not None or earlier) and not public_items:
         raise BenchmarkError("no public train items to compare the heads on; check the "
                              "manifest's train ids and the dataset source")
     items = tuple(public_items)
     transcripts = [coordinator_transcript(item.prompt, []) for item in items]
     mine = tuple(router.decide(transcripts, challenger.theta, reuse=True)) if items else ()
-    share = None
-    if king is not None:
-        theirs = router.decide(transcripts, king.theta, reuse=True)
-        share = sum(a.model == b.model for a, b in zip(mine, theirs, strict=True)) / len(items)
-    return PublicRouting(items, mine, share)
+
+    def share(other: Contender) -> float:
+        theirs = router.decide(transcripts, other.theta, reuse=True)
+        return sum(a.model == b.model for a, b in zip(mine, theirs, strict=True)) / len(items)
+
+    return PublicRouting(items, mine, None if king is None else share(king),
+                         tuple((what, share(head)) for what, head in earlier))
 
 
 def behaviour_reason(public: PublicRouting, rules: Competition) -> str | None:
-    """The behavioural duplicate check: a head that routes like the king on the public train
-    items is a copy, however its weights were moved."""
-    if public.agreement is None:
-        return None
-    log.info("behaviour: %.3f of %d public items routed like the king", public.agreement,
-             len(public.items))
-    if public.agreement >= rules.duplicate_agreement:
-        return (f"{BEHAVIOUR_GATE}: on the {len(public.items)} public train items the head picks "
-                f"the king's model on {public.agreement:.3f} of them (the limit is "
-                f"{rules.duplicate_agreement}); submit a head you trained yourself")
+    """The behavioural duplicate check: a head that routes like the king, or like an earlier
+    attempt still open or decided, on the public train items is a copy, however its weights
+    were moved; the earlier head wins."""
+    compared = ([("the king", public.agreement)] if public.agreement is not None else []) + \
+        list(public.earlier)
+    for what, agreement in compared:
+        log.info("behaviour: %.3f of %d public items routed like %s", agreement,
+                 len(public.items), what)
+        if agreement >= rules.duplicate_agreement:
+            return (f"{BEHAVIOUR_GATE}: on the {len(public.items)} public train items the head "
+                    f"picks the same model as {what} on {agreement:.3f} of them (the limit is "
+                    f"{rules.duplicate_agreement}); submit a head you trained yourself")
     return None
+
+
+def judged_a_copy(store: Store, attempt: Attempt) -> bool:
+    """Whether the attempt's own evaluation rejected it as a duplicate: a copy is never the
+    original that a later head is compared with."""
+    result = store.decided(attempt.pr, attempt.head_sha)
+    return result is not None and result.outcome == REJECTED and \
+        (result.reason or "").startswith(BEHAVIOUR_GATE)
+
+
+def earlier_attempts(store: Store, miner: str, pr: int | None, head_sha: str | None,
+                     king: King | None) -> list[Attempt]:
+    """The heads the behavioural check compares a challenger with besides the king: other
+    miners' attempts recorded before this one that passed every gate (open, evaluating or
+    decided), one per weights file, copies judged at evaluation left out."""
+    attempts = store.attempts()
+    mine = next((i for i, a in enumerate(attempts)
+                 if head_sha is not None and (a.pr, a.head_sha) == (pr, head_sha)), len(attempts))
+    found, seen = [], set()
+    for attempt in attempts[:mine]:
+        if (not attempt.gates_passed or attempt.miner.lower() == miner.lower()
+                or attempt.head_sha is None or attempt.weights_sha256 in seen
+                or (king is not None and (attempt.miner.lower(), attempt.generation)
+                    == (king.miner.lower(), king.generation))
+                or judged_a_copy(store, attempt)):
+            continue
+        seen.add(attempt.weights_sha256)
+        found.append(attempt)
+    return found
+
+
+def earlier_contenders(folders: Path, attempts: Sequence[Attempt], rules: Competition
+                       ) -> list[tuple[str, Contender]]:
+    """Each earlier attempt's head, read as data from `folders` (a checkout holding their
+    `submissions/<login>/<n>` folders as copied from their PR heads). Fails closed: a folder
+    that is missing or holds other weights than the attempt recorded stops the evaluation."""
+    found = []
+    for attempt in attempts:
+        relpath = submission_path(attempt.miner, attempt.generation)
+        what = f"the attempt of PR #{attempt.pr} ({attempt.miner})"
+        weights = Path(folders) / relpath / WEIGHTS_FILE
+        try:
+            same = sha256_file(weights) == attempt.weights_sha256
+        except OSError:
+            same = False
+        if not same:
+            raise LeaderboardError(
+                f"{relpath} in {folders} is missing or is not {what} at {attempt.head_sha}; copy "
+                "the earlier attempts' folders in first (`tinyrouter gh fetch-earlier`)")
+        found.append((what, load_contender(Path(folders), relpath, rules, attempt.pr,
+                                           attempt.head_sha)))
+    return found
 
 
 def router_card(run: HeadRun, halves: Mapping[str, Mapping[str, list[AnsweredItem]]],
@@ -442,9 +504,12 @@ def evaluate_submission(repo: Path, relpath: str, open_sets: Callable[[], Sets],
                         pr: int | None = None, head_sha: str | None = None,
                         now: datetime | None = None, drawn: Partition | None = None,
                         author: str | None = None, changes: list[Change] | None = None,
-                        require_gates_pass: bool = False) -> Result:
+                        require_gates_pass: bool = False,
+                        earlier_dir: Path | None = None) -> Result:
     """Re-check every gate (scope included, on this checkout of the base branch), find the
-    king, compare behaviours on public items, then open the hidden sets and evaluate.
+    king, compare behaviours on public items with the king's and every earlier attempt's
+    (their folders read from `earlier_dir`, default the repository), then open the hidden sets
+    and evaluate.
 
     With `require_gates_pass`, the attempts log must record a gates pass for `pr` at
     `head_sha`, the exact head scored (a workflow's evaluation), or nothing is evaluated.
@@ -467,7 +532,9 @@ def evaluate_submission(repo: Path, relpath: str, open_sets: Callable[[], Sets],
             raise LeaderboardError(f"{relpath} is the reigning king already")
         king = load_contender(repo, submission_path(reigning.miner, reigning.generation), rules,
                               reigning.pr, reigning.head_sha)
-    public = public_routing(challenger, king, router, public_items())
+    earlier = earlier_contenders(earlier_dir or repo, earlier_attempts(
+        store, challenger.miner, pr, head_sha, reigning), rules)
+    public = public_routing(challenger, king, router, public_items(), earlier)
     reason = behaviour_reason(public, rules)
     if reason is not None:
         return stamp.result(REJECTED, reason=reason)

@@ -17,10 +17,10 @@ from evaluator.store import Store, parse_submission_path
 
 
 def add_evaluate(p: argparse.ArgumentParser) -> None:
-    p.description = ("Re-check gates 0–4, compare the submission's routing with the king's on "
-                     "the public train items, score both on a fresh secret partition of the "
-                     "sealed hidden benchmark, and write the public result (and optionally the "
-                     "full private record).")
+    p.description = ("Re-check gates 0–4, compare the submission's routing with the king's and "
+                     "every earlier attempt's on the public train items, score both on a fresh "
+                     "secret partition of the sealed hidden benchmark, and write the public "
+                     "result (and optionally the full private record).")
     p.add_argument("--repo", type=Path, default=Path("."), help="repository root")
     p.add_argument("--submission", required=True, help="submissions/<login>/<n>")
     p.add_argument("--benchmark-dir", type=Path,
@@ -37,6 +37,10 @@ def add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--require-gates-pass", action="store_true",
                    help="refuse to evaluate unless leaderboard/attempts.jsonl records a gates "
                         "pass for --pr at --head-sha (the workflow's evaluation does)")
+    p.add_argument("--earlier-dir", type=Path,
+                   help="a folder holding the earlier attempts' submissions/<login>/<n> folders "
+                        "copied from their PR heads (`tinyrouter gh fetch-earlier`), for the "
+                        "behavioural check (default: the repository)")
     p.add_argument("--out", required=True, help="public result record (JSON; - for stdout)")
     p.add_argument("--private-out", help="full private record (JSON); keep it private")
     p.add_argument("--format", choices=("text", "github"), default="text",
@@ -103,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
             router=load_router(args.encoder or rules.encoder_id, rules),
             run_live=pool_runner(args.pool_url, rules), rules=rules, public_items=train_items,
             pr=args.pr, head_sha=args.head_sha, author=args.author, changes=changes,
-            require_gates_pass=args.require_gates_pass)
+            require_gates_pass=args.require_gates_pass, earlier_dir=args.earlier_dir)
         public = result.public(rules.disclosure_precision)
         write_json_out(args.out, public)
         write_json_out(args.private_out, result.private(rules.disclosure_precision))

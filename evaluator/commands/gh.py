@@ -29,6 +29,7 @@ from evaluator.commands.leaderboard import load_result
 from evaluator.commands.output import github_output, say, set_outputs, write_json_out
 from evaluator.commands.reports import headline, render_result
 from evaluator.errors import GitHubError
+from evaluator.evaluate import earlier_attempts
 from evaluator.files import format_time, utc_now
 from evaluator.github import (
     GitHub,
@@ -99,6 +100,13 @@ def add_gh(gh: argparse.ArgumentParser) -> None:
                  repo=True)
     fetch.add_argument("--head-sha", required=True)
     fetch.add_argument("--submission", required=True, help="submissions/<login>/<n>")
+
+    earlier = verb("fetch-earlier", "copy every earlier attempt's folder that the behavioural "
+                   "check compares (other miners' heads that passed the gates) from its PR head "
+                   "into OUT as data", run_fetch_earlier, repo=True)
+    earlier.add_argument("--head-sha", required=True, help="the head being evaluated")
+    earlier.add_argument("--submission", required=True, help="submissions/<login>/<n>")
+    earlier.add_argument("--out", type=Path, required=True, help="the folder to copy them into")
 
     comment = verb("comment", "create or update the bot's one comment with MARKER", run_comment)
     comment.add_argument("--marker", required=True, help="the HTML comment that marks it")
@@ -260,6 +268,20 @@ def run_fetch(args: argparse.Namespace) -> int:
         set_outputs({"base_sha": base})
     _say(f"copied {len(written)} entr{'y' if len(written) == 1 else 'ies'} of "
          f"{args.submission} at {args.head_sha[:12]} as data")
+    return 0
+
+
+def run_fetch_earlier(args: argparse.Namespace) -> int:
+    parsed = parse_submission_path(args.submission)
+    if parsed is None:
+        raise GitHubError(f"{args.submission!r} is not a submissions/<login>/<generation> folder")
+    store = Store(args.repo)
+    attempts = earlier_attempts(store, parsed[0], _pr(args), _sha(args.head_sha), store.king())
+    client = _client(args)
+    for attempt in attempts:
+        fetch_submission(client, args.out, attempt.head_sha or "",
+                         submission_path(attempt.miner, attempt.generation), args.rules)
+    _say(f"copied {len(attempts)} earlier attempt folder(s) as data")
     return 0
 
 

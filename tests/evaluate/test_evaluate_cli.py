@@ -27,7 +27,10 @@ from evaluation_fakes import (
 from evaluator import cli
 from evaluator.errors import LeaderboardError
 from evaluator.evaluate import evaluate_submission
+from evaluator.gates import encode_fingerprint, fingerprint
+from evaluator.records import Attempt
 from evaluator.store import Store
+from evaluator.submission import Submission, sha256_file
 
 PASSWORD = "correct horse battery staple"
 COMPONENTS = ("cached_acc", "audit_acc", "live_acc", "avg_turns", "efficiency", "novelty",
@@ -215,7 +218,47 @@ def test_a_copy_that_moves_the_weights_but_not_the_decisions_is_caught(world, ma
                                      i for b in RULES.benchmarks for i in train_items(b)])
     assert result.outcome == "rejected"
     assert result.reason.startswith("gate 3 (duplicate, behaviour)")
-    assert "picks the king's model on 1.000" in result.reason
+    assert "picks the same model as the king on 1.000" in result.reason
+
+
+def lift_alices_pending_head(world, make_submission):
+    """Alice's head passed its gates and waits in its open PR; carol copies it from there and
+    adds weight where the features barely look, until gate 3's cosine lets it through."""
+    alice = Submission(world["repo"], "submissions/alice/1", RULES)
+    Store(world["repo"]).record_attempt(Attempt(
+        miner="alice", generation=1, pr=1, head_sha="a" * 40, at="2026-11-28T10:00:00Z",
+        weights_sha256=sha256_file(alice.folder / "weights.safetensors"), gates_passed=True,
+        fingerprint=encode_fingerprint(fingerprint(alice.weights[0], 3))))
+    head = alice.weights[0].copy()
+    head[:3, 5] += np.array([1.0, -1.0, 0.0], np.float32)
+    assert fingerprint(head, 3) @ fingerprint(alice.weights[0], 3) < RULES.duplicate_cosine
+    make_submission(world["repo"], "carol", 1, head=head,
+                    scales=np.ones(RULES.svf_scale_count, np.float32), rules=RULES)
+
+
+def evaluate_carol(world, earlier_dir=None):
+    def never():
+        raise AssertionError("the hidden sets were opened for a copy")
+
+    return evaluate_submission(world["repo"], "submissions/carol/1", never, LinearRouter(),
+                               FakePool(), RULES, pr=9, earlier_dir=earlier_dir,
+                               public_items=lambda: [i for b in RULES.benchmarks
+                                                     for i in train_items(b)])
+
+
+def test_a_copy_of_a_pending_attempt_is_caught_by_its_routing(world, make_submission):
+    lift_alices_pending_head(world, make_submission)
+    result = evaluate_carol(world)
+    assert result.outcome == "rejected"
+    assert result.reason.startswith("gate 3 (duplicate, behaviour)")
+    assert "the same model as the attempt of PR #1 (alice) on 1.000" in result.reason
+
+
+def test_an_earlier_attempt_whose_folder_is_not_here_stops_the_evaluation(
+        world, make_submission, tmp_path):
+    lift_alices_pending_head(world, make_submission)
+    with pytest.raises(LeaderboardError, match="gh fetch-earlier"):
+        evaluate_carol(world, earlier_dir=tmp_path / "nothing-fetched")
 
 
 def test_an_independent_head_passes_the_behaviour_check(world, make_submission):

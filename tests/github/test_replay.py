@@ -26,6 +26,7 @@ from evaluator.files import parse_time
 from evaluator.pool.ledger import Ledger
 from evaluator.rules import OFFICIAL, RECEIPT_FORMAT
 from evaluator.store import Store
+from evaluator.submission import sha256_file
 from evaluator.train.data import TrainingSet
 from evaluator.train.run import TrainConfig, run_training
 from evaluator.types import AnsweredItem, Item, ModelAnswer
@@ -433,6 +434,22 @@ def test_a_copy_of_a_head_stopped_at_gate_4_is_caught_and_never_locks_its_author
     fixed = world.open_pr(9, "alice", world.files("alice", generation=2, seed=1))
     run, runner = world.gates(9, fixed)
     assert passed(runner) == "true", run.log
+
+
+def test_the_evaluation_copies_in_the_earlier_attempts_it_compares_routing_with(world):
+    world.submit(7, "alice", seed=1)
+    world.submit(8, "carol", seed=3)
+    bob = world.submit(9, "bob", seed=2)
+    checkout, out = world.remote.clone(world.tmp / "evaluator"), world.tmp / "earlier"
+    assert main(["gh", "fetch-earlier", "--repo", str(checkout), "--pr", "8", "--head-sha",
+                 world.board("attempts.jsonl")[1]["head_sha"], "--submission",
+                 "submissions/carol/1", "--out", str(out)]) == 0
+    assert sorted(p.name for p in (out / "submissions").iterdir()) == ["alice"]  # only earlier
+    assert main(["gh", "fetch-earlier", "--repo", str(checkout), "--pr", "9", "--head-sha", bob,
+                 "--submission", "submissions/bob/1", "--out", str(out)]) == 0
+    assert sorted(p.name for p in (out / "submissions").iterdir()) == ["alice", "carol"]
+    assert sha256_file(out / "submissions/alice/1/weights.safetensors") == \
+        world.board("attempts.jsonl")[0]["weights_sha256"]
 
 
 # ---------------------------------------------------------------- racing jobs
