@@ -1,13 +1,15 @@
 """A public result as the people who read it see it: one headline, a PR comment, a job summary.
 
-Only public fields are rendered (the disclosure rule is `records.Result.public`'s); the
-Markdown templates escape every piece of text a miner could have written.
+Only public fields are rendered (the disclosure rule is `records.Result.public`'s), the
+sentence of why is `explain.explain`'s, as on the site, and the Markdown templates escape every
+piece of text a miner could have written.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from evaluator.explain import explain
 from evaluator.records import KING, UNSCORED
 from evaluator.rules import Competition
 from evaluator.templating import render
@@ -18,7 +20,7 @@ TEMPLATES = {"comment": "evaluation/comment.md.j2", "summary": "evaluation/summa
 def render_result(kind: str, public: dict[str, Any], rules: Competition) -> str:
     """`comment` (the PR comment) or `summary` (the job summary) of a public record."""
     return render(TEMPLATES[kind], result=public, rules=rules.as_dict(),
-                  benchmarks=list(rules.benchmarks))
+                  benchmarks=list(rules.benchmarks), why=explain(public, rules))
 
 
 def headline(public: dict[str, Any]) -> str:

@@ -12,16 +12,20 @@ from typing import Any
 
 import pandas as pd
 
+from evaluator.explain import Explanation
 from evaluator.files import dumps
 from evaluator.records import KING, PUBLIC_FIELDS, Attempt, Crowning
 from evaluator.rules import Competition
 from evaluator.scoring import BenchmarkScore
 from evaluator.site.cards import CostPoint
 from evaluator.site.state import LeaderboardState
+from evaluator.site.verdicts import entries
 
-# Every public record carries these (the disclosure rule's common core), plus its reason.
+# Every public record carries these (the disclosure rule's common core), plus its reason, then
+# the verdict as every page shows it (explain.Explanation): a head a gate stopped is a row too.
 EVALUATION_COLUMNS = (*(f for f in PUBLIC_FIELDS[KING] if f != "format"
-                         and all(f in fields for fields in PUBLIC_FIELDS.values())), "reason")
+                         and all(f in fields for fields in PUBLIC_FIELDS.values())), "reason",
+                      "gated_at", "failed_gate", *Explanation.COLUMNS)
 ATTEMPT_COLUMNS = tuple(f.name for f in dataclasses.fields(Attempt) if f.name != "fingerprint")
 COST_COLUMNS = tuple(f.name for f in dataclasses.fields(CostPoint))
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -67,15 +71,15 @@ def download_files(state: LeaderboardState, rules: Competition,
     benchmarks, precision = list(rules.benchmarks), rules.disclosure_precision
     kings, king_columns = _king_rows(state, benchmarks)
     cost_rows = [dataclasses.asdict(point) for point in cost]
+    verdicts = [entry.row(precision) for entry in entries(state, rules)]
     everything = {"format": 1, "king": state.king and state.king.to_dict(),
                   "history": [k.to_dict() for k in state.kings],
                   "results": [r.public(precision) for r in state.results],
+                  "verdicts": verdicts,
                   "attempts": [a.to_dict() for a in state.attempts],
                   "cost": cost_rows, "manifest": state.manifest}
     return {
-        "evaluations.csv": _csv([r.public(precision) | {"reason": r.reason}
-                                 for r in state.results],
-                                EVALUATION_COLUMNS),
+        "evaluations.csv": _csv(verdicts, EVALUATION_COLUMNS),
         "kings.csv": _csv(kings, king_columns),
         "breakdowns.csv": _csv(_breakdown_rows(state),
                                ("miner", "generation", "benchmark", *BenchmarkScore.FIELDS)),

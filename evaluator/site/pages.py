@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -14,8 +13,9 @@ from jinja2 import Environment, pass_context
 from markupsafe import Markup
 
 from evaluator.baselines import gap_closed
+from evaluator.explain import explain
 from evaluator.files import format_time, utc_now
-from evaluator.records import KING, LOST, OUTCOMES
+from evaluator.records import KING, OUTCOMES, Result
 from evaluator.rules import ROLES, Competition, is_commit_sha, is_name, is_sha256
 from evaluator.scoring import BenchmarkScore
 from evaluator.site.cards import (
@@ -42,6 +42,7 @@ from evaluator.site.markup import (
 )
 from evaluator.site.queue import build_queue
 from evaluator.site.state import LeaderboardState
+from evaluator.site.verdicts import Entry, closest, entries
 from evaluator.templating import environment
 
 CHART_URI = "assets/charts/history.svg"
@@ -123,15 +124,14 @@ def _commitment(value: Any) -> Markup:
 
 
 def _badge(outcome: Any) -> Markup:
+    if isinstance(outcome, Entry):
+        if outcome.result is not None:
+            return _badge(outcome.result.outcome)
+        return Markup(f'<span class="tr-badge tr-rejected">rejected at gate {outcome.why.gate}'
+                      "</span>")
     if outcome in OUTCOMES:
         return Markup(f'<span class="tr-badge tr-{outcome}">{outcome}</span>')
     return md_text(outcome)
-
-
-def _places(rules: Competition):
-    """Decimals to show a result's composite and delta with: a loss is published rounded."""
-    rounded = max(0, round(-math.log10(rules.disclosure_precision)))
-    return lambda record: rounded if getattr(record, "outcome", None) == LOST else 4
 
 
 def _float(value: Any) -> float | None:
@@ -158,6 +158,14 @@ def ordered(keys: Any, preferred: Any) -> list[str]:
     return [k for k in preferred if k in keys] + sorted(k for k in keys if k not in preferred)
 
 
+def reign_record(reign: Reign) -> Result | dict[str, Any]:
+    """The record a reign's verdict is explained from: its crowning result, or failing that the
+    history entry (its Δ and interval are the same figures)."""
+    if reign.result is not None:
+        return reign.result
+    return {**reign.king.to_dict(), "outcome": KING, "evaluated_at": reign.king.crowned_at}
+
+
 def make_environment(rules: Competition, repo_url: str | None) -> Environment:
     env = environment(autoescape=False, finalize=finalize)
     env.filters.update(FILTERS, badge=_badge, commitment=_commitment)
@@ -170,7 +178,9 @@ def make_environment(rules: Competition, repo_url: str | None) -> Environment:
                        chart_uri=CHART_URI, cost_chart_uri=COST_CHART_URI,
                        fairness_chart_uri=FAIRNESS_CHART_URI,
                        downloads=DOWNLOADS_DIR, no_scores=NO_SCORES,
-                       display_name=lambda name: name, places=_places(rules))
+                       display_name=lambda name: name,
+                       explain=lambda record: explain(record, rules),
+                       reign_why=lambda reign: explain(reign_record(reign), rules))
     return env
 
 
@@ -198,14 +208,13 @@ def _rewards(configured: Any) -> dict[str, Any]:
             "url": url if isinstance(url, str) and _SAFE_URL.fullmatch(url) else None}
 
 
-def _challenge_bar(state: LeaderboardState, rules: Competition) -> float | None:
-    composite = state.king.composite if state.king else None
-    return None if composite is None else composite + rules.win_margin
-
-
 def _badge_filter(reigning: tuple | None):
     def badge(record: Any) -> Markup:
         """A result's outcome; a king that has since been dethroned is a former king."""
+        if isinstance(record, Entry):
+            if record.result is None:
+                return _badge(record)
+            record = record.result
         outcome = getattr(record, "outcome", record)
         if outcome == KING and reigning is not None and getattr(record, "key", reigning) != reigning:
             return Markup('<span class="tr-badge tr-former" title="crowned, since dethroned">'
@@ -250,6 +259,11 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
     now = now or utc_now()
     env = make_environment(rules, repo_url)
     line, miners, names = reigns(state), state.miners(), state.display_names()
+    verdicts = entries(state, rules)
+    by_miner: dict[str, list[Entry]] = {}
+    for entry in verdicts:
+        by_miner.setdefault(miner_id(entry.miner), []).append(entry)
+    env.globals["closest_of"] = lambda m: closest(by_miner.get(m.id, []))
     _state_globals(env, state, line)
     baselines, pool_models = _baselines(state), _pool_models(state, rules)
     points = cost_points(line, baselines, rules, pool_models, names)
@@ -258,13 +272,12 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
     common = {"state": state, "king": state.king, "kings": state.kings, "reigns": line,
               "current": next((r for r in line if state.king and r.king.key == state.king.key),
                               None),
-              "results": state.results, "miners": miners, "baselines": baselines,
+              "results": state.results, "entries": verdicts, "miners": miners, "baselines": baselines,
               "benchmarks": list(rules.benchmarks), "has_chart": CHART_URI in content.assets,
               "has_cost_chart": COST_CHART_URI in content.assets, "cost_points": points,
               "best_single_cost": best_single_cost(baselines, rules.benchmarks),
               "manifest_benchmarks": ordered(state.benchmarks, rules.benchmarks),
               "pool_models": pool_models, "roles": list(ROLES),
-              "challenge_bar": _challenge_bar(state, rules),
               "queue": build_queue(state, rules, now), "built_at": format_time(now),
               "rewards": _rewards(rewards)}
     for uri, template in PAGES:
@@ -274,8 +287,10 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
             common, page_uri=FRAGMENT_PAGES.get(key, "index.md"))
     for miner in miners:
         uri = miner_uri(miner.name)
+        own = by_miner.get(miner.id, [])
         content.pages[uri] = env.get_template("site/miner.md.j2").render(
-            common, page_uri=uri, miner=miner, title=safe_label(miner.name))
+            common, page_uri=uri, miner=miner, title=safe_label(miner.name), own=own,
+            closest=closest(own))
         content.miner_nav.append({safe_label(miner.name): uri})
     for reign in line:
         content.pages[reign.uri] = env.get_template("site/router_card.md.j2").render(

@@ -31,11 +31,6 @@ class MinerSummary:
     crowns: int
 
     @property
-    def best_composite(self) -> float | None:
-        scores = [r.composite for r in self.results if r.composite is not None]
-        return max(scores) if scores else None
-
-    @property
     def last_activity(self) -> str | None:
         times = [r.evaluated_at for r in self.results] + [a.at for a in self.attempts]
         dated = [t for t in times if try_parse_time(t)]

@@ -76,10 +76,32 @@ def test_evaluations_follow_the_disclosure_rule(built_sites):
     data = json.loads((site / "downloads/leaderboard.json").read_text())
     page = text_of(site / "evaluations/index.html")
     assert len(re.findall(r"\b(king|lost|rejected|void|stale)\b", page)) >= len(data["results"]) == 54
-    assert "void: the pool failed on 4 of 60" in page
+    assert "Void: the pool failed on 4 of 60" in page
     breakdowns = pd.read_csv(site / "downloads/breakdowns.csv")
     crowned = {(r["miner"], r["generation"]) for r in data["results"] if r["outcome"] == "king"}
     assert set(zip(breakdowns["miner"], breakdowns["generation"], strict=True)) == crowned
+
+
+def test_every_verdict_explains_itself_on_every_page_and_download(built_sites):
+    site = built_sites["busy"]
+    rows = pd.read_csv(site / "downloads/evaluations.csv")
+    verdicts = json.loads((site / "downloads/leaderboard.json").read_text())["verdicts"]
+    assert len(rows) == len(verdicts) == 55  # 54 evaluations and oscar's head stopped at gate 3
+    assert rows["why"].notna().all()
+    scored = rows[rows["shown_delta"].notna()]
+    assert len(scored) >= 40
+    # Δ is the shown composite minus the shown composite of the king it was judged against
+    assert ((scored["shown_composite"] - scored["judged_against"] - scored["shown_delta"]).abs()
+            < 1e-9).all()
+    page, oscar = text_of(site / "evaluations/index.html"), rows[rows["miner"] == "oscar"].iloc[0]
+    assert oscar["outcome"] == "rejected" and oscar["failed_gate"] == 3
+    assert "rejected at gate 3" in page and "Rejected at gate 3 (duplicate)" in page
+    for why in rows["why"]:
+        assert why in page
+    for miner, says in (("oscar", "Rejected at gate 3 (duplicate)"),
+                        ("mallory", "Rejected: [x](javascript:alert(1))"),
+                        ("ivan", "Void: the pool failed on 4 of 60")):
+        assert says in text_of(site / f"miners/@{miner}/index.html")
 
 
 def test_the_fairness_page_shows_the_figures_and_what_each_rule_buys(built_sites):

@@ -1,0 +1,143 @@
+"""Why a verdict is what it is, in one place: every page, download and comment says it this way.
+
+`explain` reads only a result's public record (the disclosure rule applied first), so what it
+says never reveals more than the record does. Its numbers are the disclosed ones, and its Δ is
+the disclosed composite minus the disclosed composite of the king it was judged against, so
+the three always add up where they are shown side by side. `explain_gate` does the same for a
+head that a gate stopped before any evaluation (an attempt with no result).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from evaluator.gates import GATES
+from evaluator.records import KING, LOST, REJECTED, STALE, VOID, Attempt, Result
+from evaluator.rules import Competition
+
+FULL_PLACES = 4  # a king's figures are published in full; shown to this many decimals
+GATE_WHY = {  # gate name → what stopping there means, in the miner's words
+    "scope": "the pull request changes files outside its own submission folder",
+    "rate limit": "the miner's rate-limit slot was not open yet",
+    "weight sanity": "the weights file is not a valid head",
+    "duplicate": "a copy of a head already submitted (the king's or another miner's)",
+    "receipt": "the training receipt does not hold up",
+}
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A verdict as published: the outcome, the disclosed figures and one sentence of why.
+
+    `against` is the king's composite the head was judged against (re-scored in the same run,
+    on the same items); `places` the decimals every figure is disclosed to."""
+
+    outcome: str
+    composite: float | None
+    against: float | None
+    delta: float | None
+    interval: tuple[float, float] | None
+    places: int
+    sentence: str
+    gate: int | None = None  # the gate that stopped it, for a head never evaluated
+
+    COLUMNS = ("shown_composite", "judged_against", "shown_delta", "ci95_low", "ci95_high", "why")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The columns a download carries beside the record."""
+        low, high = self.interval or (None, None)
+        return {"shown_composite": self.composite, "judged_against": self.against,
+                "shown_delta": self.delta, "ci95_low": low, "ci95_high": high,
+                "why": self.sentence}
+
+
+def _places(precision: float) -> int:
+    return max(0, round(-math.log10(precision)))
+
+
+def _round(value: float | None, places: int) -> float | None:
+    return None if value is None else round(value, places) + 0.0
+
+
+def _signed(value: float, places: int) -> str:
+    return f"{round(value, places) + 0.0:+.{places}f}"
+
+
+def _clause(reason: str | None, prefix: str) -> str:
+    """The recorded reason without a repeated outcome word, as the end of a sentence."""
+    text = " ".join((reason or "no reason was recorded").split()).rstrip(".")
+    if text.lower().startswith(prefix + ":"):
+        text = text[len(prefix) + 1:].strip()
+    return text
+
+
+def _scored_sentence(outcome: str, delta: float | None, interval: tuple[float, float] | None,
+                     places: int, rules: Competition) -> str:
+    margin = f"{rules.win_margin:+g}"
+    if outcome == KING:
+        if delta is None:
+            return "Crowned: the first head to pass every check, with no king to beat."
+        low, high = interval or (math.nan, math.nan)
+        return (f"Crowned: {_signed(delta, places)} over the king re-scored on the same items "
+                f"(at least {margin} is needed), and the 95% interval of the difference, "
+                f"{_signed(low, places)} to {_signed(high, places)}, lies above zero.")
+    if delta is None or interval is None:
+        return "Not crowned; the record does not say by how much."
+    short = delta < rules.win_margin - 1e-9
+    weak = interval[0] <= 0
+    low = _signed(interval[0], places)
+    below = (f"reaches below zero ({low})" if interval[0] < 0
+             else f"does not clear zero (its lower end rounds to {low})")
+    if short and weak:
+        return (f"Short of the margin ({_signed(delta, places)} where {margin} is needed), and "
+                f"the interval of the difference {below}.")
+    if short:
+        return f"Short of the margin: {_signed(delta, places)} where {margin} is needed."
+    if weak:
+        return (f"The interval {below}: the {_signed(delta, places)} clears the margin but "
+                f"could be chance.")
+    return (f"Short of the margin before rounding: the difference was below {margin}, which "
+            f"it rounds to.")
+
+
+def explain(record: Result | dict[str, Any], rules: Competition) -> Explanation:
+    """The published verdict of one evaluation (a Result, or its public or private record)."""
+    result = record if isinstance(record, Result) else Result.from_dict(record)
+    public = Result.from_dict(result.public(rules.disclosure_precision))
+    outcome = public.outcome
+    places = _places(rules.disclosure_precision) if outcome == LOST else FULL_PLACES
+    if outcome not in (KING, LOST):
+        words = {VOID: ("Void", "no score, and the attempt is refunded"),
+                 STALE: ("Stale", "it is evaluated again against the new king")}
+        if outcome in words:
+            label, then = words[outcome]
+            sentence = f"{label}: {_clause(public.reason, outcome)}; {then}."
+        else:
+            reason = _clause(public.reason, REJECTED)
+            sentence = (f"Rejected at {reason}." if reason.lower().startswith("gate ")
+                        else f"Rejected: {reason}.")
+        return Explanation(outcome, None, None, None, None, places, sentence)
+    composite = _round(public.composite, places)
+    against = public.king_composite
+    if against is None and public.delta is not None and public.composite is not None:
+        against = public.composite - public.delta  # a loss publishes only its delta
+    against = _round(against, places)
+    delta = (None if composite is None or against is None
+             else _round(composite - against, places))
+    interval = (None if public.ci95 is None
+                else (_round(public.ci95[0], places), _round(public.ci95[1], places)))
+    return Explanation(outcome, composite, against, delta, interval, places,
+                       _scored_sentence(outcome, delta, interval, places, rules))
+
+
+def explain_gate(attempt: Attempt) -> Explanation:
+    """A head a gate stopped before any evaluation: no score, the gate and what it means."""
+    gate = attempt.failed_gate
+    name = next((g.name for g in GATES if g.number == gate), None)
+    what = GATE_WHY.get(name or "", "it did not pass")
+    where = "a gate" if gate is None else f"gate {gate} ({name})" if name else f"gate {gate}"
+    return Explanation(REJECTED, None, None, None, None, FULL_PLACES,
+                       f"Rejected at {where} before any evaluation: {what}. The pull "
+                       f"request's comment gives the detail.", gate=gate)
