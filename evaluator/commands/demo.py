@@ -228,7 +228,8 @@ def fairness(ws: Workspace) -> None:
 
 
 def build_site(ws: Workspace) -> None:
-    tinyrouter(ws, "site", "build", "--leaderboard", Store(ws.repo).root, "--out", ws.site)
+    tinyrouter(ws, "site", "build", "--leaderboard", Store(ws.repo).root, "--out", ws.site,
+               "--demo")
 
 
 Stage = tuple[str, Callable[[Workspace], None]]

@@ -47,19 +47,22 @@ def _check_out_dir(out: Path) -> None:
                              "pick an empty or new folder (the build deletes its contents)")
 
 
-def _config_text(out: Path) -> str:
+def _config_text(out: Path, site_url: str | None) -> str:
     """The build's configuration: the shipped one, with absolute paths (JSON is YAML)."""
     return dumps({
         "INHERIT": str(BASE_CONFIG), "docs_dir": str(bundled(GUIDES)), "site_dir": str(out),
         "theme": {"custom_dir": str(bundled(TEMPLATES).joinpath(*THEME_OVERRIDES))},
-        "hooks": [str(SITE_DIR / "hooks.py")]})
+        "hooks": [str(SITE_DIR / "hooks.py")], **({"site_url": site_url} if site_url else {})})
 
 
 def build_site(out_dir: str | Path, leaderboard_dir: str | Path, rules: Competition,
-               strict: bool = True, now: datetime | None = None) -> Path:
+               strict: bool = True, now: datetime | None = None, site_url: str | None = None,
+               demo: bool = False) -> Path:
     """Build the site from the leaderboard at `leaderboard_dir` into `out_dir`; returns it.
 
-    `now` is the build's time (the clock, or SOURCE_DATE_EPOCH, when None)."""
+    `now` is the build's time (the clock, or SOURCE_DATE_EPOCH, when None); `site_url` the
+    address it will be served at (else the configured one, see hooks); `demo` puts a banner
+    on every page saying the board is the demo's."""
     out = Path(out_dir).resolve()
     _check_out_dir(out)
     problems = _ProblemCollector()
@@ -68,9 +71,9 @@ def build_site(out_dir: str | Path, leaderboard_dir: str | Path, rules: Competit
     try:
         with tempfile.TemporaryDirectory(prefix="tinyrouter-site-") as tmp:
             config_file = Path(tmp) / "mkdocs.yml"
-            config_file.write_text(_config_text(out), encoding="utf-8")
+            config_file.write_text(_config_text(out, site_url), encoding="utf-8")
             config = load_config(str(config_file), strict=strict)
-            config.extra[OPTIONS_KEY] = {"rules": rules, "now": now,
+            config.extra[OPTIONS_KEY] = {"rules": rules, "now": now, "demo": demo,
                                          "leaderboard_dir": Path(leaderboard_dir).resolve()}
             build(config)
     except MkDocsException as exc:

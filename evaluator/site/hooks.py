@@ -5,6 +5,9 @@ TINYROUTER_LEADERBOARD_DIR or `<repo>/leaderboard`, rules from TINYROUTER_COMPET
 or the official ones); `build_site` passes both through `config.extra["tinyrouter"]`.
 The repository the site links to is `repo_url` (TINYROUTER_REPO_URL), else the one a GitHub
 workflow runs in, else none: the site never links to a repository it was not told about.
+The address the site is served at is `site_url` (TINYROUTER_SITE_URL), else the GitHub Pages
+address of the repository a workflow runs in: the 404 page's links and the feed's need it.
+A demo site (TINYROUTER_DEMO=1, or `build_site(demo=True)`) says so on every page.
 "Now" is SOURCE_DATE_EPOCH when set (a reproducible build), else the clock.
 """
 
@@ -72,6 +75,18 @@ def _safe_url(url: str | None) -> str:
     return url if _SAFE_URL.fullmatch(url) else ""
 
 
+def _site_url(configured: str | None) -> str | None:
+    """The configured address, else the Pages address of the workflow's repository."""
+    if configured:
+        return configured
+    repository = os.environ.get("GITHUB_REPOSITORY", "")
+    owner, _, name = repository.partition("/")
+    if not owner or not name or os.environ.get("GITHUB_SERVER_URL") != "https://github.com":
+        return None
+    host = f"{owner.lower()}.github.io"
+    return f"https://{host}/" if name.lower() == host else f"https://{host}/{name}/"
+
+
 def _now() -> datetime:
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     return datetime.fromtimestamp(int(epoch), UTC) if epoch.isdigit() else utc_now()
@@ -84,9 +99,13 @@ def on_config(config: Any) -> Any:
                        or os.environ.get("TINYROUTER_LEADERBOARD_DIR") or root / LEADERBOARD_DIR)
     rules = options.get("rules") or _default_rules()
     config.repo_url = _repo_url(config.repo_url)
+    config.site_url = _site_url(config.site_url)
+    demo = bool(options.get("demo")) or os.environ.get("TINYROUTER_DEMO") == "1"
+    options["demo"] = demo
     try:
         content = generate(load_state(leaderboard), rules, config.repo_url,
-                           now=options.get("now") or _now(), rewards=config.extra.get("rewards"))
+                           now=options.get("now") or _now(), rewards=config.extra.get("rewards"),
+                           site_url=config.site_url, demo=demo)
     except (TinyRouterError, jinja2.TemplateError) as exc:
         raise PluginError(f"cannot generate the leaderboard pages: {exc}") from exc
     options.update(leaderboard_dir=leaderboard, rules=rules, content=content,

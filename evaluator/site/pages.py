@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from jinja2 import Environment, pass_context
 from markupsafe import Markup
@@ -32,6 +33,7 @@ from evaluator.site.cards import (
 )
 from evaluator.site.charts import cost_svg, fairness_svg, history_svg, mix_svg
 from evaluator.site.downloads import download_files
+from evaluator.site.follow import BADGE_URI, FEED_URI, atom_feed, king_badge
 from evaluator.site.markup import (
     FILTERS,
     finalize,
@@ -60,10 +62,11 @@ PAGES = (  # (page, template): the fixed generated pages
 )
 # inserted into hand-written pages: key → template, and the page (if not the home page)
 FRAGMENTS = {"king_panel": "king.md.j2", "cost_panel": "cost.md.j2",
-             "rewards_panel": "rewards.md.j2"}
+             "rewards_panel": "rewards.md.j2", "follow_panel": "follow.md.j2"}
 FRAGMENT_PAGES = {"rewards_panel": "rewards.md"}
 REWARD_TEXT = ("programme", "currency", "note")  # free-text fields of `extra.rewards`
 _SAFE_URL = re.compile(r"^https://[A-Za-z0-9._~/-]+$")
+_SITE_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/-]*)?$")
 NO_SCORES = BenchmarkScore(*(None,) * len(BenchmarkScore.FIELDS))  # a benchmark without a record
 
 
@@ -249,17 +252,28 @@ def _state_globals(env: Environment, state: LeaderboardState, line: list[Reign])
     env.filters["badge"] = _badge_filter(state.king.key if state.king else None)
 
 
+def page_url(uri: str) -> str:
+    """The address MkDocs publishes a page at (directory URLs), relative to the site's root."""
+    path = uri.removesuffix(".md")
+    path = path.removesuffix("index") if path.endswith("/index") or path == "index" else path + "/"
+    return quote(path)
+
+
 def generate(state: LeaderboardState, rules: Competition, repo_url: str | None = None,
-             now: datetime | None = None, rewards: dict[str, Any] | None = None) -> SiteContent:
+             now: datetime | None = None, rewards: dict[str, Any] | None = None,
+             site_url: str | None = None, demo: bool = False) -> SiteContent:
     """Render every generated page (templates/site/), the charts and the downloads.
 
     `now` is the build's time (the history chart runs to it, rate-limit slots are counted
-    from it); `rewards` is the maintainers' `extra.rewards` from mkdocs.yml.
+    from it); `rewards` is the maintainers' `extra.rewards` from mkdocs.yml; `site_url` the
+    address the site is served at (the feed's links are absolute with it); `demo` marks a
+    site built from the demo's made-up board.
     """
     now = now or utc_now()
     env = make_environment(rules, repo_url)
     line, miners, names = reigns(state), state.miners(), state.display_names()
     verdicts = entries(state, rules)
+    base_url = site_url.rstrip("/") + "/" if site_url and _SITE_URL.fullmatch(site_url) else ""
     by_miner: dict[str, list[Entry]] = {}
     for entry in verdicts:
         by_miner.setdefault(miner_id(entry.miner), []).append(entry)
@@ -279,7 +293,8 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
               "manifest_benchmarks": ordered(state.benchmarks, rules.benchmarks),
               "pool_models": pool_models, "roles": list(ROLES),
               "queue": build_queue(state, rules, now), "built_at": format_time(now),
-              "rewards": _rewards(rewards)}
+              "rewards": _rewards(rewards), "demo": demo,
+              "site_url": base_url, "feed_uri": FEED_URI, "badge_uri": BADGE_URI}
     for uri, template in PAGES:
         content.pages[uri] = env.get_template(f"site/{template}").render(common, page_uri=uri)
     for key, template in FRAGMENTS.items():
@@ -297,6 +312,15 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
             common, page_uri=reign.uri, reign=reign,
             has_mix_chart=reign.chart_uri in content.assets,
             title=safe_label(names.get(miner_id(reign.king.miner), reign.king.miner)))
+    by_reign = {(miner_id(r.king.miner), r.king.generation): r.uri for r in line}
+
+    def page_of(entry: Entry) -> str:
+        key = (miner_id(entry.miner), entry.generation)
+        crowned = entry.why.outcome == KING and key in by_reign
+        return page_url(by_reign[key] if crowned else miner_uri(entry.miner))
+
+    content.assets[FEED_URI] = atom_feed(verdicts, base_url, now, page_of, names)
+    content.assets[BADGE_URI] = king_badge(state.king, names)
     for name, text in download_files(state, rules, points).items():
         content.assets[f"{DOWNLOADS_DIR}/{name}"] = text
     return content

@@ -12,7 +12,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
+from xml.etree import ElementTree
 
 import markdown
 import pandas as pd
@@ -23,6 +24,7 @@ from evaluator.cli import main
 from evaluator.errors import SiteBuildError
 from evaluator.rules import OFFICIAL
 from evaluator.site import build_site
+from evaluator.site.follow import FEED_ENTRIES
 
 pytestmark = pytest.mark.slow  # every MkDocs build takes a few seconds
 
@@ -419,3 +421,42 @@ def test_source_date_epoch_is_the_builds_now(tmp_path, make_state, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767323040")  # 2026-01-02 03:04 UTC
     site = build_site(tmp_path / "public", make_state("one_king"), OFFICIAL)
     assert "(this page: 2026-01-02 03:04 UTC)" in article_of(site / "queue/index.html")
+
+
+def test_the_board_can_be_followed_by_feed_and_badge(built_sites):
+    site, atom = built_sites["busy"], "{http://www.w3.org/2005/Atom}"
+    feed = ElementTree.parse(site / "feed.xml").getroot()
+    assert feed.tag == f"{atom}feed" and feed.findtext(f"{atom}updated") == "2026-10-20T04:48:00Z"
+    entries = feed.findall(f"{atom}entry")
+    verdicts = json.loads((site / "downloads/leaderboard.json").read_text())["verdicts"]
+    assert len(entries) == min(FEED_ENTRIES, len(verdicts))
+    assert len({e.findtext(f"{atom}id") for e in entries}) == len(entries)
+    for entry, verdict in zip(entries, verdicts, strict=False):
+        assert entry.findtext(f"{atom}summary") == verdict["why"]
+        href = entry.find(f"{atom}link").get("href")
+        assert (site / unquote(href) / "index.html").is_file(), href  # relative without site_url
+    badge = json.loads((site / "badge/king.json").read_text())
+    king = json.loads((site / "downloads/leaderboard.json").read_text())["king"]
+    assert badge["schemaVersion"] == 1 and badge["label"] and badge["color"]
+    assert badge["message"] == f"{king['miner']} g{king['generation']} · {king['composite']:.4f}"
+    assert json.loads((built_sites["empty"] / "badge/king.json").read_text())["message"] == \
+        "no king yet"
+    home = article_of(site / "index.html")
+    assert "Atom feed" in home and "img.shields.io/endpoint?url=SITE_URL" in home
+    assert 'type="application/atom+xml"' in (site / "history/index.html").read_text()
+
+
+def test_a_demo_site_on_a_project_pages_address(tmp_path, make_state):
+    out = tmp_path / "out"
+    assert main(["site", "build", "--leaderboard", str(make_state("busy")), "--out", str(out),
+                 "--site-url", "https://someone.github.io/tinyrouter/", "--demo"]) == 0
+    missing = (out / "404.html").read_text(encoding="utf-8")
+    assert 'href="/tinyrouter/assets/tinyrouter.css"' in missing  # styled on a project site
+    for page in (out / "404.html", out / "index.html", out / "queue/index.html"):
+        assert "A demo board." in text_of(page)
+    home = article_of(out / "index.html")
+    assert ("img.shields.io/endpoint?url=https%3A//someone.github.io/tinyrouter/badge/king.json"
+            in home)
+    feed = ElementTree.parse(out / "feed.xml").getroot()
+    links = [link.get("href") for link in feed.iter("{http://www.w3.org/2005/Atom}link")]
+    assert all(link.startswith("https://someone.github.io/tinyrouter/") for link in links)
