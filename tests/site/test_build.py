@@ -55,8 +55,11 @@ def test_empty_state(built_sites):
 def test_home_shows_the_king_against_the_baselines(built_sites):
     home = text_of(built_sites["one_king"] / "index.html")
     assert "alice, generation 1" in home and "0.6123" in home
-    needed = f"{0.6123 + OFFICIAL.win_margin:.4f}"
-    assert f"A challenger needs {needed} or more" in home
+    # the crown rule as it is: against the king re-scored on the same items, and the interval
+    assert ("A challenger is judged against this king re-scored in the same run, on the same "
+            f"items: it must beat that composite by {OFFICIAL.win_margin:+g} or more, and the "
+            "paired 95% interval of the difference must lie above zero") in home
+    assert f"{0.6123 + OFFICIAL.win_margin:.4f}" not in home
     assert "Best single model" in home and "Oracle ceiling" in home
     assert "The first king" in home
 
