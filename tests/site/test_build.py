@@ -190,7 +190,7 @@ def test_rules_pages_render_the_numbers_in_force(built_sites, make_state, tmp_pa
     assert "fewer than 91% of the public train items" in rules
     assert "rounded to 0.05" in rules and "more than 10% of either head" in rules
     assert "999 times" in scoring and "123 audit questions" in scoring
-    assert "A challenger needs 0.6493 or more" in text_of(site / "index.html")
+    assert "must beat that composite by +0.037 or more" in text_of(site / "index.html")
 
 
 @pytest.mark.parametrize("value", [
