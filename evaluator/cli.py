@@ -136,18 +136,35 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser, with full options for the chosen subcommand and a summary for the others."""
     parser = Parser(prog="tinyrouter", description="TinyRouter: the open benchmark for LLM routing.")
     parser.add_argument("--version", action="version", version=f"tinyrouter {__version__}")
-    parser.add_argument("--competition", metavar="FILE",
-                        default=os.environ.get("TINYROUTER_COMPETITION"),
-                        help="JSON overrides of the rules (the demo's tiny encoder); "
-                             "default: the official competition")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    add_global_options(parser, os.environ.get("TINYROUTER_COMPETITION"), False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = _chosen(argv)
     for name, command in COMMANDS.items():
         child = sub.add_parser(name, help=command.summary)
         if name == chosen:
             _load(name).PARSERS[name](child)
+            # after the subcommand too; given there, they override what came before it
+            for leaf in _parsers_under(child):
+                add_global_options(leaf, argparse.SUPPRESS, argparse.SUPPRESS)
     return parser
+
+
+def _parsers_under(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parser and every nested verb's parser (`leaderboard apply`, `pool simulate`)."""
+    nested = [choice for action in parser._actions
+              if isinstance(action, argparse._SubParsersAction)
+              for choice in action.choices.values()]
+    return [parser] + [leaf for child in nested for leaf in _parsers_under(child)]
+
+
+def add_global_options(parser: argparse.ArgumentParser, competition: object,
+                       verbose: object) -> None:
+    """--competition and --verbose, which every subcommand takes before or after its name."""
+    parser.add_argument("--competition", metavar="FILE", default=competition,
+                        help="JSON overrides of the rules (the demo's tiny encoder); "
+                             "default: the official competition")
+    parser.add_argument("-v", "--verbose", action="store_true", default=verbose,
+                        help="debug logging")
 
 
 def invocation(args: argparse.Namespace) -> str:
@@ -169,6 +186,19 @@ def competition_from(args: argparse.Namespace) -> Competition:
         raise UsageError(f"--competition {args.competition}: {exc}") from exc
 
 
+def _report_on_stdout(args: argparse.Namespace):
+    """With a report written to `-` (`--json -`), human text goes to stderr; not under
+    GitHub's log format, whose workflow commands belong on stdout."""
+    from contextlib import nullcontext
+
+    from evaluator.commands.output import STDOUT, text_to_stderr
+
+    targets = (getattr(args, name, None) for name in ("json_out", "json", "comment"))
+    if STDOUT in map(str, targets) and getattr(args, "format", "text") != "github":
+        return text_to_stderr()
+    return nullcontext()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -184,7 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         args.rules = competition_from(args)
-        return int(args.func(args) or EXIT_OK)
+        with _report_on_stdout(args):
+            return int(args.func(args) or EXIT_OK)
     except UsageError as exc:
         print(f"usage error: {exc}", file=sys.stderr)
         return EXIT_USAGE

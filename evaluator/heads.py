@@ -14,7 +14,7 @@ import numpy as np
 
 from evaluator.errors import SubmissionError, UsageError
 from evaluator.rules import WEIGHTS_FILE, Competition
-from evaluator.store import Store, submission_path
+from evaluator.store import KING_FILE, LEADERBOARD_DIR, Store, submission_path
 from evaluator.submission.weights import read_weights, sha256_file, theta_from_tensors
 
 KING = "king"
@@ -40,9 +40,14 @@ class Head:
 def weights_of(spec: str, repo: Path) -> tuple[str, Path, Path | None]:
     """(label, weights file, run folder or None) that `spec` names."""
     if spec == KING:
-        king = Store(repo).king()
+        store = Store(repo)
+        if not store.file(KING_FILE).is_file():
+            raise UsageError(f"{repo} has no {LEADERBOARD_DIR}/{KING_FILE}: pass --repo with a "
+                             "checkout of the competition's main branch")
+        king = store.king()
         if king is None:
-            raise UsageError(f"{repo} has no king yet (leaderboard/king.json is empty)")
+            raise UsageError(f"{repo} has no king yet ({LEADERBOARD_DIR}/{KING_FILE} names "
+                             "none); there is nothing to compare with until one is crowned")
         folder = Store(repo).submission(king.miner, king.generation)
         if not (folder / WEIGHTS_FILE).is_file():
             raise UsageError(f"the king's folder {submission_path(king.miner, king.generation)} "

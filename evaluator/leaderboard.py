@@ -265,6 +265,21 @@ def validate_state(repo: Path, rules: Competition) -> Checked:
     return Checked(checked, results)
 
 
+def check_king_folder(repo: Path) -> None:
+    """The reigning king's submission folder is in this checkout (its weights are what
+    challengers are compared with, and what `score --king` and `train --init king` read)."""
+    store = Store(Path(repo))
+    king = store.king()
+    if king is None:
+        return
+    folder = store.submission(king.miner, king.generation)
+    if not (folder / WEIGHTS_FILE).is_file():
+        raise LeaderboardError(f"king.json crowns {king.miner} generation {king.generation}, "
+                               f"but {store.relative(folder)}/{WEIGHTS_FILE} is not in this "
+                               "checkout: merge the king's pull request (or restore the folder) "
+                               "before recording its result")
+
+
 def _check_king_history(store: Store) -> None:
     king, history = store.king(), store.history()
     if king is None and history:

@@ -10,6 +10,7 @@ accuracy and efficiency are measured only on request, with real (metered) calls.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,8 @@ from evaluator.scoring import (
     paired_resamples,
 )
 from evaluator.types import AnsweredItem, Decision
+
+log = logging.getLogger(__name__)
 
 LiveRunner = Callable[[str, Sequence[Any], Callable[[list[str]], list[Decision]]],
                       list[LiveOutcome]]
@@ -120,7 +123,12 @@ def score_report(head: Head, held: dict[str, list[AnsweredItem]],
     """Everything `tinyrouter score` prints: per benchmark, the composite, and with a king the
     paired comparison and whether the crown rule would hold."""
     benches = [b for b in rules.benchmarks if b in held]
+    rows = sum(len(held[b]) for b in benches) + sum(len(v) for v in (fitted or {}).values())
+    log.info("encoding %d rows for %s (the first pass through the encoder is the slow part)",
+             rows, head.label)
     mine = measure(router, head, held, fitted)
+    if king is not None:
+        log.info("scoring %s on the same rows", king.label)
     theirs = measure(router, king, held, None) if king is not None else None
     if run_live is not None and live_questions > 0:
         for bench in benches:

@@ -356,6 +356,17 @@ def test_seed_king_needs_the_committed_submission(repo):
         seed_king(repo, repo / "submissions/alice/1", crowned(pr=None), rules=OFFICIAL)
 
 
+def test_validate_refuses_a_king_whose_folder_is_not_checked_out(repo, make_submission, capsys):
+    from evaluator.cli import main
+
+    apply_result(repo, crowned(), rules=OFFICIAL)
+    assert main(["leaderboard", "validate", "--repo", str(repo)]) == 1
+    assert "submissions/alice/1/weights.safetensors is not in this checkout" in (
+        capsys.readouterr().err)
+    make_submission(repo, "alice", 1)
+    assert main(["leaderboard", "validate", "--repo", str(repo)]) == 0
+
+
 def test_empty_leaderboard_is_valid(repo):
     assert validate_state(repo, rules=OFFICIAL) == Checked(files=0, results=0)
 

@@ -1,7 +1,10 @@
 """Pins the package's public names and the command's subcommands: changing them is a decision."""
 
+import pytest
+
 import evaluator
 from evaluator.cli import build_parser
+from evaluator.rules import OFFICIAL
 
 PUBLIC = [
     "AnsweredItem", "Competition", "Decision", "GATES", "Item", "ModelAnswer", "OFFICIAL",
@@ -35,3 +38,18 @@ def test_every_subcommand_builds_its_parser():
     for name in COMMANDS:
         sub = next(a for a in build_parser([name])._actions if a.dest == "command")
         assert len(sub.choices[name]._actions) > 1, name  # more than its --help
+
+
+@pytest.mark.parametrize(("command", "shown"), [
+    # help shows the numbers a default stands for, read from the rules
+    ("train", f"(default: {OFFICIAL.train_generations})"),
+    ("train", f"(default: {OFFICIAL.train_holdout}; 0 keeps none)"),
+    ("score", OFFICIAL.encoder_id),
+    # and the values an option takes
+    ("collect", "{" + ",".join(OFFICIAL.benchmarks) + "}"),
+])
+def test_help_shows_numbers_and_choices(command, shown, capsys):
+    with pytest.raises(SystemExit):
+        build_parser([command]).parse_args([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert shown in text and "the rules'" not in text

@@ -147,7 +147,8 @@ def test_against_the_king_the_crown_rule_is_applied_to_the_paired_rows(world, ca
     (["{repo}/submissions/bob/1"], 2, "name the rows to score it on with --data"),
     (["{tmp}/nowhere"], 2, "is not a training run"),
     (["{tmp}/bad.safetensors", "--data", "{data}"], 2, "bad.safetensors"),
-    (["{exp}/held", "--king", "--repo", "{tmp}/empty-repo"], 2, "has no king yet"),
+    (["{exp}/held", "--king", "--repo", "{tmp}/empty-repo"], 2, "has no leaderboard/king.json"),
+    (["{exp}/held", "--king", "--repo", "{tmp}/no-king"], 2, "has no king yet"),
     (["{exp}/held", "--king", "--repo", "{tmp}/lost-king"], 2, "pull the main branch"),
 ])
 def test_bad_input_is_named(world, capsys, argv, code, message):
@@ -155,6 +156,8 @@ def test_bad_input_is_named(world, capsys, argv, code, message):
     (tmp / "bad.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}")
     (tmp / "empty-repo" / "leaderboard").mkdir(parents=True, exist_ok=True)
     (tmp / "lost-king" / "leaderboard").mkdir(parents=True, exist_ok=True)
+    (tmp / "no-king" / "leaderboard").mkdir(parents=True, exist_ok=True)
+    (tmp / "no-king" / "leaderboard" / "king.json").write_text('{"format": 1, "king": null}')
     Store(tmp / "lost-king").write_king(a_king("carol", 2))
     values = {"exp": tmp / "exp", "repo": world["repo"], "tmp": tmp, "data": world["data"]}
     assert score(world, *(a.format(**values) for a in argv))[0] == code
@@ -210,12 +213,16 @@ def test_pack_puts_the_score_in_the_readme_while_it_matches_the_weights(world):
     from evaluator.submission.pack import pack
 
     run = world["tmp"] / "exp" / "held"
+    assert score(world, run)[0] == 0  # without --king, as `train` suggests
+    assert "Cached part of the composite" in (pack(run, "dave", world["repo"], world["rules"])
+                                              / "README.md").read_text()
     assert score(world, run, "--king", "--repo", world["repo"])[0] == 0
     folder = pack(run, "dave", world["repo"], world["rules"])
     readme = (folder / "README.md").read_text()
     assert "Scored on held-out rows" in readme and "bob generation 1" in readme
     (run / "score.json").write_text(json.dumps({"weights_sha256": "0" * 64}))  # another head's
     again = pack(run, "erin", world["repo"], world["rules"])
+    assert folder.name == "1"  # packed again: the unsubmitted first folder was replaced
     assert "Scored on held-out rows" not in (again / "README.md").read_text()
 
 
@@ -241,3 +248,12 @@ def test_diff_shows_where_two_heads_route_differently(world, capsys):
                  "--data", str(world["data"]), "--encoder", str(world["encoder"]),
                  "--json", str(out)]) == 0
     assert json.loads(out.read_text())["per_benchmark"]["mmlu"]["same_decision"] == 1.0
+
+
+def test_a_run_remembers_its_data_wherever_it_is_scored_from(world, monkeypatch, tmp_path):
+    monkeypatch.chdir(world["tmp"])
+    train = [a if a != str(world["data"]) else "data" for a in world["train"]]
+    assert main([*train, "--run-name", "relative", "--holdout", "0.25"]) == 0
+    monkeypatch.chdir(tmp_path)
+    code, report = score(world, world["tmp"] / "exp" / "relative")
+    assert code == 0 and report["data"] == str(world["data"].resolve())

@@ -12,7 +12,7 @@ from evaluator.benchmarks.sealing import load_manifest
 from evaluator.benchmarks.splits import public_items
 from evaluator.collect import collect_training, pool_client_factory
 from evaluator.errors import TrainingError, UsageError
-from evaluator.rules import Competition
+from evaluator.rules import OFFICIAL, Competition
 from evaluator.store import MANIFEST_PATH
 from evaluator.train.data import LEDGER_FILE, data_path
 from evaluator.types import Item
@@ -25,7 +25,8 @@ def add_collect(parser: argparse.ArgumentParser) -> None:
         "Ask every pool model for its single-turn Worker answer to the public train items of "
         "one benchmark, grade them and append them to OUT/<benchmark>.jsonl. Resumable: items "
         f"already there are skipped. Every paid call is recorded in OUT/{LEDGER_FILE}.")
-    parser.add_argument("--benchmark", required=True)
+    parser.add_argument("--benchmark", required=True, choices=OFFICIAL.benchmarks,
+                        help="which benchmark's train items to collect")
     parser.add_argument("--split", default="train", choices=("train",),
                         help="only the public train split can be collected")
     parser.add_argument("--out", required=True, help="the training data folder")
@@ -62,12 +63,19 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     path = data_path(out, args.benchmark)
     make_client = pool_client_factory(args.pool_url, out / LEDGER_FILE, rules)
-    with tqdm(desc=f"answering {args.benchmark}", unit="item", leave=False) as bar:
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
+    bars: list[tqdm] = []  # opened at the first batch, after collect_training's first line
 
+    def progress(done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(desc=f"answering {args.benchmark}", unit="item", leave=False,
+                             total=total))
+        bars[0].update(done - bars[0].n)
+
+    try:
         new, rows = collect_training(items, path, make_client, rules, on_progress=progress)
+    finally:
+        for bar in bars:
+            bar.close()
     cost = sum(a.cost_usd for row in new for a in row.answers.values())
     print(f"{args.benchmark}: {len(new)} new rows ({len(rows)} in {path}), ${cost:.4f} "
           f"this run, ledger {out / LEDGER_FILE}")

@@ -12,7 +12,7 @@ from evaluator.commands.reports import headline, render_result
 from evaluator.errors import UsageError
 from evaluator.gates import parse_changes
 from evaluator.records import REJECTED, VOID
-from evaluator.rules import Competition, is_commit_sha, is_name
+from evaluator.rules import OFFICIAL, Competition, is_commit_sha, is_name
 from evaluator.store import Store, parse_submission_path
 
 
@@ -27,7 +27,8 @@ def add_evaluate(p: argparse.ArgumentParser) -> None:
                    default=os.environ.get("TINYROUTER_BENCHMARK_DIR"),
                    help="folder of sealed splits (default $TINYROUTER_BENCHMARK_DIR); "
                         "the password comes from $BENCHMARK_PASSWORD")
-    p.add_argument("--encoder", help="encoder hub id or local folder (default: the rules')")
+    p.add_argument("--encoder", help="encoder hub id or local folder (default: "
+                   f"{OFFICIAL.encoder_id}, or the --competition file's)")
     p.add_argument("--pool-url", help="pool base URL (default $OPENROUTER_BASE_URL or OpenRouter)")
     p.add_argument("--pr", type=int, help="the pull request number")
     p.add_argument("--head-sha", help="the approved PR head commit")

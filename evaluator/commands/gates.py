@@ -65,7 +65,8 @@ def add_gates(p: argparse.ArgumentParser) -> None:
 def add_preflight(p: argparse.ArgumentParser) -> None:
     p.add_argument("submission", help="submissions/<login>/<n>")
     p.add_argument("--repo", type=Path, default=Path("."), help="repository root")
-    p.add_argument("--author", help="your GitHub login (default: the folder's)")
+    p.add_argument("--author", help="the GitHub account that will open the pull request "
+                                    "(default: the folder's login, said when assumed)")
     p.add_argument("--ledger", type=Path,
                    help="your run's ledger.jsonl: also advise when the receipt's cost or ledger "
                         "head is not what it records (advisories never block)")
@@ -87,7 +88,11 @@ def run_preflight(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.submission} is not inside {args.repo}") from exc
     args.submission = relpath.as_posix()
     parts = relpath.parts
-    args.author = args.author or (parts[1] if len(parts) > 1 else "")
+    if not args.author:
+        args.author = parts[1] if len(parts) > 1 else ""
+        print(f"checking as if the pull request came from {args.author!r}, the folder's login "
+              "(gate 0 refuses any other author); pass --author with the account you will "
+              "open it from")
     return run_bot(args)
 
 

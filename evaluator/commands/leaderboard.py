@@ -11,6 +11,7 @@ from evaluator.commands.reports import render_result
 from evaluator.errors import LeaderboardError, UsageError
 from evaluator.leaderboard import (
     apply_result,
+    check_king_folder,
     check_private,
     check_result,
     seed_king,
@@ -69,6 +70,7 @@ def load_result(path: Path) -> dict:
 
 def run_validate(args: argparse.Namespace) -> int:
     checked = validate_state(args.repo, args.rules)
+    check_king_folder(args.repo)
     for path in args.results:
         check_result(load_result(path), args.rules, str(path))
     if args.private:

@@ -19,7 +19,7 @@ import re
 import secrets
 import sys
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from evaluator.errors import TinyRouterError, UsageError
 from evaluator.files import dumps, write_atomic
 
 STDOUT = "-"
+_machine_stdout: list[Any] = []  # where `-` writes while human text goes to stderr
 _LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x85]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # what opens a workflow command, each with a zero-width space put inside it
@@ -125,13 +126,26 @@ def set_outputs(values: dict[str, str]) -> None:
             handle.write(lines)
 
 
+@contextmanager
+def text_to_stderr() -> Iterator[None]:
+    """While a command writes a report to `-`: what it prints for humans goes to standard
+    error, so standard output carries the report alone (`--json - | jq` works)."""
+    _machine_stdout.append(sys.stdout)
+    try:
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _machine_stdout.pop()
+
+
 def write_text_out(target: str | Path | None, text: str) -> None:
     """Write `text` to a file, or to standard output for `-`; nothing when no target."""
     if target is None:
         return
     if str(target) == STDOUT:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        stream = _machine_stdout[-1] if _machine_stdout else sys.stdout
+        stream.write(text)
+        stream.flush()
         return
     try:
         write_atomic(Path(target), text)

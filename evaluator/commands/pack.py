@@ -23,6 +23,8 @@ def run(args: argparse.Namespace) -> int:
     folder = pack(args.run_dir, args.miner_name, args.repo, args.rules)
     shown = folder.relative_to(args.repo) if folder.is_relative_to(args.repo) else folder
     print(f"wrote {shown}")
+    print(f"the pull request must be opened by the GitHub account {args.miner_name}: gate 0 "
+          "refuses a folder named for anyone but the PR's author")
     print(f"next: {next_step(args, shown)}")
     return 0
 
@@ -32,4 +34,5 @@ def next_step(args: argparse.Namespace, folder: Path) -> str:
     from evaluator.cli import invocation
 
     repo = "" if args.repo == Path(".") else f" --repo {shlex.quote(str(args.repo))}"
-    return f"{invocation(args)} preflight {shlex.quote(folder.as_posix())}{repo}"
+    return (f"{invocation(args)} preflight {shlex.quote(folder.as_posix())}{repo} "
+            f"--author {shlex.quote(args.miner_name)}")

@@ -8,6 +8,7 @@ from typing import Any
 
 from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
+from evaluator.rules import OFFICIAL
 from evaluator.submission.pack import SCORE_FILE
 
 
@@ -24,7 +25,8 @@ def add_score(p: argparse.ArgumentParser) -> None:
                    help="also score the king (its folder on main) on the same rows, paired")
     p.add_argument("--repo", type=Path, default=Path("."),
                    help="checkout of the competition's main branch (for --king)")
-    p.add_argument("--encoder", help="hub id or local folder (default: the run's, else the rules')")
+    p.add_argument("--encoder", help="hub id or local folder (default: the run's, else "
+                   f"{OFFICIAL.encoder_id} or the --competition file's)")
     p.add_argument("--live", type=int, default=0, metavar="N",
                    help="also play N held-out questions per benchmark through the pool "
                         "(ledgered in the run folder; costs money against OpenRouter)")

@@ -6,6 +6,8 @@ import argparse
 import shlex
 from pathlib import Path
 
+from evaluator.rules import OFFICIAL
+
 TRAINING_OPTIONS = ("generations", "popsize", "sigma0", "minibatch", "scales_step", "shrink")
 
 
@@ -15,27 +17,30 @@ def add_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-name", required=True, help="the run's folder under --experiments")
     p.add_argument("--data", type=Path, default=Path("data"),
                    help="training data from `tinyrouter collect`")
-    p.add_argument("--encoder", help="hub id or local directory (default: the rules' encoder)")
+    p.add_argument("--encoder", help=f"hub id or local directory (default: {OFFICIAL.encoder_id}, or the "
+                        "--competition file's)")
     p.add_argument("--experiments", type=Path, default=Path("experiments"),
                    help="where runs live")
-    p.add_argument("--generations", type=int, help="generations to reach (default: the rules')")
-    p.add_argument("--popsize", type=int, help="population (default 4 + ⌊3 ln n⌋)")
-    p.add_argument("--sigma0", type=float, help="initial step size (default: the rules')")
+    p.add_argument("--generations", type=int,
+                   help=f"generations to reach (default: {OFFICIAL.train_generations})")
+    p.add_argument("--popsize", type=int, help=f"population (default 4 + ⌊3 ln n⌋ for n numbers in θ: "
+                   f"{OFFICIAL.train_popsize} for the official head)")
+    p.add_argument("--sigma0", type=float, help=f"initial step size (default: {OFFICIAL.train_sigma0})")
     p.add_argument("--minibatch", type=int, help="items per generation, shared by the "
-                   "population and split evenly across benchmarks (default: the rules')")
+                   f"population and split evenly across benchmarks (default: {OFFICIAL.train_minibatch})")
     p.add_argument("--scales-step", type=float, help="the SVF scales' initial step as a "
-                   "multiple of σ0 (default: the rules')")
+                   f"multiple of σ0 (default: {OFFICIAL.train_scales_step})")
     p.add_argument("--shrink", type=float, help="weight, 0 to 1, of the model's rate on the "
                    "question's category in each answer's correctness; 0 scores each cached answer "
-                   "alone (default: the rules')")
+                   f"alone (default: {OFFICIAL.train_shrink})")
     p.add_argument("--role-rows", type=int, metavar="N",
                    help="training rows the role fit reads after the search: the head learns to "
                         "answer as the Worker on turn 1 and judge as the Verifier on turn 2, from "
                         "the collected answers, no call made; each row's turn-2 transcript is "
-                        "encoded once (default: the rules'; 0 leaves the role rows as the search "
-                        "left them)")
+                        f"encoded once (default: {OFFICIAL.train_role_rows}; 0 leaves the role "
+                        "rows as the search left them)")
     p.add_argument("--holdout", type=float, help="share of each benchmark's rows kept out of "
-                   "training, for `tinyrouter score` (default: the rules'; 0 keeps none)")
+                   f"training, for `tinyrouter score` (default: {OFFICIAL.train_holdout}; 0 keeps none)")
     p.add_argument("--init", metavar="HEAD", help="start from this head instead of W = 0: a run "
                    "folder, a submission folder, a weights file, or `king` (the king on main)")
     p.add_argument("--repo", type=Path, default=Path("."),
@@ -75,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     start = resolve_head(args.init, args.repo, rules) if args.init else None
     config = TrainConfig.resolve(
         rules, tuple(b for b in args.benchmarks.split(",") if b), seed=args.seed,
-        encoder=args.encoder or rules.encoder_id, data=str(args.data), live=args.live,
+        encoder=local_or_id(args.encoder or rules.encoder_id), data=str(args.data.resolve()),
+        live=args.live,
         live_items=args.live_items if args.live else 0,
         holdout=rules.train_holdout if args.holdout is None else args.holdout,
         init=start.weights_sha256 if start else "",
@@ -146,6 +152,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"      {invocation(args)} pack --run-dir {quote(str(run_dir))} "
           "--miner-name <your GitHub login>")
     return 0
+
+
+def local_or_id(encoder: str) -> str:
+    """A local encoder folder as an absolute path (the run is read from other folders later),
+    else the hub id as given."""
+    path = Path(encoder)
+    return str(path.resolve()) if path.is_dir() else encoder
 
 
 def warn_if_close(run_dir: Path, start, featurizer, data, rules) -> None:

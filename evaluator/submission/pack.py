@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,8 @@ from evaluator.submission.weights import read_weights, sha256_file
 from evaluator.templating import render
 from evaluator.train.data import LEDGER_FILE
 from evaluator.train.run import BEST_FILE, read_run
+
+log = logging.getLogger(__name__)
 
 SPARK = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 60
@@ -98,7 +104,7 @@ def pack(run_dir: str | Path, login: str, repo_dir: str | Path, rules: Competiti
         raise TrainingError(f"the run's ledger records ${ledger.total_cost_usd}; a receipt "
                             f"needs a cost above ${rules.receipt_min_cost_usd}")
     repo = Path(repo_dir)
-    generation = Store(repo).next_generation(login)
+    generation, draft = target_generation(repo, login)
     created_at = created_at or format_time(utc_now())
     fields = receipt_fields(summary, history, ledger.total_cost_usd, ledger.head, created_at)
     size = len(dumps(fields)) + RECEIPT_MARGIN
@@ -108,4 +114,46 @@ def pack(run_dir: str | Path, login: str, repo_dir: str | Path, rules: Competiti
                             "with fewer --generations")
     readme = render_readme(login, generation, summary, history, ledger.total_cost_usd,
                            current_score(run_dir))
-    return write_submission(repo, login, generation, head, scales, fields, rules, readme)
+    if draft is None:
+        return write_submission(repo, login, generation, head, scales, fields, rules, readme)
+    log.info("replacing %s: no attempt records it and git does not track it, so it was never "
+             "submitted, and the bot expects generation %d", draft.relative_to(repo), generation)
+    aside = Path(tempfile.mkdtemp(dir=draft.parent, prefix=f".{generation}.replaced."))
+    draft.replace(aside / "folder")
+    try:
+        folder = write_submission(repo, login, generation, head, scales, fields, rules, readme)
+    except BaseException:
+        (aside / "folder").replace(draft)
+        raise
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
+    return folder
+
+
+def target_generation(repo: Path, login: str) -> tuple[int, Path | None]:
+    """(the generation the PR bot expects next, the unsubmitted folder there to replace or None).
+
+    A folder of yours that no attempt records and that git does not track was packed here and
+    never submitted (the bot never sees it), so it does not count: packing again replaces it
+    rather than writing the next generation, which the bot would refuse.
+    """
+    store = Store(repo)
+    attempted = {a.generation for a in store.attempts() if a.miner.lower() == login.lower()}
+    tracked = tracked_folders(repo, login)
+    drafts = {int(p.name): p for p in store.submission_folders()
+              if p.parent.name.lower() == login.lower() and int(p.name) not in attempted
+              and p.relative_to(repo).as_posix() not in tracked}
+    seen = [g for g in store.merged_generations(login) if g not in drafts] + list(attempted)
+    generation = max(seen, default=0) + 1
+    return generation, drafts.get(generation)
+
+
+def tracked_folders(repo: Path, login: str) -> set[str]:
+    """The submissions/<login>/<n> folders git tracks in `repo` (none outside a git checkout)."""
+    try:
+        listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--", "submissions/"],
+                                capture_output=True, check=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return {"/".join(path.split("/")[:3]) for path in listed.decode("utf-8", "replace").split("\0")
+            if path.count("/") >= 3 and path.split("/")[1].lower() == login.lower()}

@@ -364,6 +364,9 @@ def read_holdout(run_dir: str | Path) -> dict[str, list[str]]:
 def read_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A run's summary and its per-generation fitness history (what pack and score read)."""
     run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise TrainingError(f"no run folder {run_dir}: name one under your --experiments folder "
+                            "(experiments/<run-name>)")
     summary = _read_json(run_dir / SUMMARY_FILE, "the run has not finished a generation")
     history = _read_json(run_dir / HISTORY_FILE, "the run has not finished a generation")
     history = history.get("generations") if isinstance(history, dict) else None

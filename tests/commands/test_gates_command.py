@@ -145,10 +145,33 @@ def test_usage_errors_exit_2(case, argv, capsys):
     assert raised.value.code == 2
 
 
+def test_json_to_stdout_is_the_report_alone(pr_repo, capsys):
+    repo, changed = pr_repo
+    assert bot(repo, changed, "--json", "-") == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["passed"] is True  # nothing else on stdout
+    assert "all gates passed" in captured.err
+
+
+def test_global_options_work_after_the_subcommand(pr_repo, tmp_path, capsys):
+    repo, changed = pr_repo
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"duplicate_cosine": 0.5}))
+    assert bot(repo, changed, "--competition", rules) == 0
+    (tmp_path / "broken.json").write_text("{")
+    assert bot(repo, changed, "--competition", tmp_path / "broken.json") == 2
+    assert cli("leaderboard", "validate", "--repo", repo, "-v", "--competition",
+               tmp_path / "broken.json") == 2
+    assert "--competition" in capsys.readouterr().err
+
+
 def test_preflight_runs_the_same_gates(repo, make_submission, capsys, monkeypatch):
     make_submission(repo, "alice", 1)
     monkeypatch.chdir(repo)
     assert cli("preflight", "submissions/alice/1") == 0
+    assert "as if the pull request came from 'alice'" in capsys.readouterr().out
+    assert cli("preflight", "submissions/alice/1", "--author", "mallory") == 1
+    assert "as if" not in capsys.readouterr().out
     (repo / "submissions/alice/1/notes.txt").write_text("x")
     assert cli("preflight", "submissions/alice/1") == 1
     assert "unexpected file(s) 'notes.txt'" in capsys.readouterr().out

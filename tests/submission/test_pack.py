@@ -67,16 +67,50 @@ def test_pack_writes_a_submission_that_passes_preflight(run, repo, capsys):
     assert np.array_equal(head, read_weights(run / "best.safetensors", rules=OFFICIAL)[0])
     readme = (folder / "README.md").read_text()
     assert "sep-cma-es" in readme and "| generation |" in readme
-    hint = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("next:"))
+    out = capsys.readouterr().out
+    assert "must be opened by the GitHub account alice" in out
+    hint = next(line for line in out.splitlines() if line.startswith("next:"))
     # the hint runs exactly as printed
     argv = shlex.split(hint.removeprefix("next:"))
-    assert argv[:2] == ["tinyrouter", "preflight"] and main(argv[1:]) == 0
+    assert argv[:2] == ["tinyrouter", "preflight"] and argv[-2:] == ["--author", "alice"]
+    assert main(argv[1:]) == 0
 
 
-def test_the_next_pack_takes_the_next_generation(run, repo):
+def _attempted(repo, folder):
+    from evaluator.records import Attempt
+    from evaluator.store import Store
+
+    Store(repo).record_attempt(Attempt("alice", int(folder.name), 5, "a" * 40,
+                                       "2026-11-20T12:00:00Z", "b" * 64, "AAAA", True, None))
+
+
+def _committed(repo, folder):
+    import subprocess
+
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "submissions"], check=True)
+    subprocess.run([*git, "commit", "-qm", "merged"], check=True)
+
+
+@pytest.mark.parametrize(("between", "expected"), [
+    # a folder packed here and never submitted is replaced: the bot expects that generation
+    (lambda repo, folder: None, "1"),
+    # a generation the bot recorded, or one merged on main, is spent
+    (_attempted, "2"),
+    (_committed, "2"),
+])
+def test_packing_again_writes_the_generation_the_bot_expects(run, repo, between, expected,
+                                                             capsys):
     first = pack(run, "alice", repo, OFFICIAL)
+    between(repo, first)
     second = pack(run, "alice", repo, OFFICIAL)
-    assert (first.name, second.name) == ("1", "2")
+    assert (first.name, second.name) == ("1", expected)
+    assert sorted(p.name for p in (repo / "submissions" / "alice").iterdir()) == (
+        ["1"] if expected == "1" else ["1", "2"])
+    if expected == "1":  # and preflight, as the bot, passes it (no gate 3 against a ghost)
+        assert main(["preflight", "submissions/alice/1", "--repo", str(repo),
+                     "--author", "alice"]) == 0
 
 
 def test_receipt_follows_the_ledger_head(run, repo):
@@ -146,6 +180,7 @@ def _long_history(tmp_path):
 @pytest.mark.parametrize(("make_run", "login", "error", "message"), [
     # the run is not ready
     (_no_generation, "alice", TrainingError, "not finished a generation"),
+    (lambda p: p / "typo", "alice", TrainingError, "no run folder"),
     (_two_generations, "alice", TrainingError, "at least 3"),
     (_corrupt_history, "alice", TrainingError, "corrupt"),
     (_bad_weights, "alice", SubmissionError, "safetensors"),
@@ -187,3 +222,20 @@ def test_readme_shows_the_fitness_curve():
     curve = sparkline([h["best"] for h in history * 10])
     assert len(curve) == SPARK_WIDTH
     assert "| 24 |" in readme  # the last generation is always shown
+
+
+def test_readme_reads_well_as_text_with_a_score_without_a_king(run, repo):
+    score = {"weights_sha256": sha256_file(run / "best.safetensors"), "benchmarks": ["mmlu"],
+             "per_benchmark": {"mmlu": {"rows": 4, "cached_acc": 0.5, "cached_ci95": [0.2, 0.8],
+                                        "fit": {"gap": 0.1}}},
+             "composite": None, "cached_part": 0.4}
+    (run / "score.json").write_text(json.dumps(score))
+    readme = (pack(run, "alice", repo, OFFICIAL) / "README.md").read_text()
+    assert "Cached part of the composite 0.4000; live accuracy and efficiency not measured.\n" \
+        in readme
+    king = {"head": "the king (bob-2 generation 3)", "delta": 0.01, "ci95": [-0.02, 0.04],
+            "clears_margin_share": 0.4}
+    (run / "score.json").write_text(json.dumps(score | {"king": king}))
+    readme = (pack(run, "alice", repo, OFFICIAL) / "README.md").read_text()
+    assert "measured.\n\nAgainst the king (bob-2 generation 3) on the same rows" in readme
+    assert "\\" not in readme  # nothing escaped that plain text would show
