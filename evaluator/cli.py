@@ -214,6 +214,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         args.rules = competition_from(args)
+        if getattr(args, "unsandboxed", False):  # the explicit opt-in, for this command only
+            from evaluator.isolation import unsandboxed
+
+            with unsandboxed(), _report_on_stdout(args):
+                return int(args.func(args) or EXIT_OK)
         with _report_on_stdout(args):
             return int(args.func(args) or EXIT_OK)
     except UsageError as exc:

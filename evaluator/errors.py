@@ -72,3 +72,7 @@ class SiteBuildError(TinyRouterError):
 
 class GitHubError(TinyRouterError):
     """A GitHub REST call failed."""
+
+
+class IsolationError(TinyRouterError):
+    """The sandbox's isolation is not in force here: code a model wrote is not graded."""

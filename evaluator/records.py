@@ -35,9 +35,9 @@ IDENTITY_FIELDS = ("format", "miner", "generation", "pr", "head_sha", "evaluated
 # The disclosure rule as data: the public record of each outcome holds exactly these fields.
 PUBLIC_FIELDS = {
     KING: (*IDENTITY_FIELDS, "outcome", "composite", "king_composite", "delta", "ci95",
-           "reason", "per_benchmark", "live_cost_usd", "router_card"),
-    LOST: (*IDENTITY_FIELDS, "outcome", "composite", "delta", "ci95"),
-    **{outcome: (*IDENTITY_FIELDS, "outcome", "reason", "composite", "delta")
+           "reason", "per_benchmark", "live_cost_usd", "router_card", "isolation"),
+    LOST: (*IDENTITY_FIELDS, "outcome", "composite", "delta", "ci95", "isolation"),
+    **{outcome: (*IDENTITY_FIELDS, "outcome", "reason", "composite", "delta", "isolation")
        for outcome in UNSCORED},
 }
 # What the disclosure rule rounds: in a loss, these fields; in a king's breakdown, these parts.
@@ -214,6 +214,7 @@ class Result:
     per_benchmark: dict[str, BenchmarkScore] | None = None
     live_cost_usd: float | None = None
     router_card: dict[str, Any] | None = None  # a new king's routing mix and cost (public)
+    isolation: str | None = None  # how the graded code was sandboxed (public, every outcome)
     partition: Partition | None = field(default=None, compare=False)
     challenger_run: HeadRecord | None = field(default=None, compare=False)
     king_run: HeadRecord | None = field(default=None, compare=False)
@@ -232,7 +233,8 @@ class Result:
                 "king_composite": self.king_composite, "delta": self.delta,
                 "ci95": None if self.ci95 is None else list(self.ci95),
                 "per_benchmark": _scores_dict(self.per_benchmark),
-                "live_cost_usd": self.live_cost_usd, "router_card": self.router_card}
+                "live_cost_usd": self.live_cost_usd, "router_card": self.router_card,
+                "isolation": self.isolation}
 
     def public(self, precision: float) -> dict[str, Any]:
         """The disclosure rule: only the fields `PUBLIC_FIELDS` names for this outcome, with
@@ -276,6 +278,7 @@ class Result:
                    live_cost_usd=_float(data.get("live_cost_usd")),
                    router_card=data.get("router_card") if isinstance(data.get("router_card"),
                                                                      dict) else None,
+                   isolation=_str(data.get("isolation")),
                    partition=Partition.from_dict(data.get("partition")),
                    challenger_run=HeadRecord.from_dict(data.get("challenger")),
                    king_run=HeadRecord.from_dict(data.get("king")))

@@ -82,7 +82,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from evaluator.errors import TinyRouterError
+from evaluator.errors import IsolationError, TinyRouterError
 
 log = logging.getLogger(__name__)
 
@@ -313,7 +313,7 @@ def _sandboxed(files: dict[str, str], entry: str, limits: Limits, isolation: str
     `runs` set: the entry is the runner, as pid 1 of its own pid namespace under bubblewrap,
     with CPU time for all the runs and room for itself beside each run's processes.
     """
-    mode = isolation or _probe()
+    mode = isolation or _graded_mode()
     if mode not in (BUBBLEWRAP, RLIMITS):
         raise ValueError(f"unknown isolation {mode!r}")
     caps = caps_available()
@@ -595,6 +595,8 @@ def _cgroup_base() -> Path | None:
         (base / "cgroup.subtree_control").write_text("+memory +pids")
         return base
     except OSError as exc:
+        if os.geteuid() == 0:  # root on a host that offers one: a cgroup that fails is no cap
+            raise IsolationError(f"cannot set up the sandbox's cgroup under {mount}: {exc}") from exc
         log.info("sandbox: no cgroup for the runs (%s); capping memory per process", exc)
         return None
 
@@ -618,13 +620,20 @@ def _run_cgroup(limits: Limits, pids: int) -> Iterator[str | None]:
         yield None
         return
     group = base / f"run-{uuid.uuid4().hex}"
-    group.mkdir()
+    try:
+        group.mkdir()
+    except OSError as exc:
+        raise IsolationError(f"cannot create the run's cgroup under {base}: {exc}") from exc
     try:
         (group / "memory.max").write_text(str(limits.memory_mb << 20))
         (group / "pids.max").write_text(str(pids))
         for name, value in {"memory.swap.max": "0", "memory.oom.group": "1"}.items():
             if (group / name).exists():  # with swap accounting, on newer kernels
                 (group / name).write_text(value)
+    except OSError as exc:
+        _remove_cgroup(group)
+        raise IsolationError(f"cannot cap the run's cgroup {group}: {exc}") from exc
+    try:
         yield str(group)
     finally:
         _remove_cgroup(group)
@@ -908,8 +917,8 @@ _VARIANT = {"bwrap_as_root": os.geteuid() == 0}
 
 
 @functools.lru_cache(maxsize=1)
-def _probe() -> str:
-    """bubblewrap when a trivial sandboxed run succeeds here; otherwise rlimits, said once."""
+def _probe_outcome() -> tuple[str, str]:
+    """(bubblewrap, "") when a trivial sandboxed run succeeds here; else (rlimits, why not)."""
     reason = "bwrap is not installed"
     if shutil.which("bwrap") and (os.geteuid() != 0 or shutil.which("setpriv")):
         for as_root in (True, False) if os.geteuid() == 0 else (False,):
@@ -917,15 +926,37 @@ def _probe() -> str:
             try:
                 result = _run({PROGRAM_FILE: "print('ok')"}, PROGRAM_FILE, "", DEFAULT_LIMITS,
                               BUBBLEWRAP)
-            except (OSError, subprocess.CalledProcessError) as exc:
+            except (OSError, subprocess.CalledProcessError, TinyRouterError) as exc:
                 reason = f"bwrap could not be set up here: {exc}"
                 continue
             if result.ok and result.stdout.strip() == "ok":
-                return BUBBLEWRAP
-            reason = f"bwrap failed here: {result.stderr.strip()[:200]}"
-    log.warning("sandbox: %s; running code with rlimits and its own session only "
-                "(no network or file-system isolation)", reason)
-    return RLIMITS
+                return BUBBLEWRAP, ""
+            reason = f"bwrap failed here: {result.stderr.strip()[:200] or result.reason()}"
+    log.warning("sandbox: %s", reason)
+    return RLIMITS, reason
+
+
+def _probe() -> str:
+    return _probe_outcome()[0]
+
+
+def probe_failure() -> str:
+    """Why bubblewrap does not start here ("" when it does)."""
+    return _probe_outcome()[1]
+
+
+def bwrap_as_root() -> bool:
+    """Whether bubblewrap runs as root here (the program then drops to a uid of its own) rather
+    than unprivileged in a user namespace of its own."""
+    return _VARIANT["bwrap_as_root"]
+
+
+def _graded_mode() -> str:
+    """The isolation a run gets when its caller names none: bubblewrap once the self-test has
+    passed; rlimits only where unsandboxed grading was asked for; else IsolationError."""
+    from evaluator import isolation  # the self-test runs sandboxes of its own
+
+    return isolation.grading_mode()
 
 
 INTERPRETER_PATHS = """

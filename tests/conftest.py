@@ -74,3 +74,12 @@ def make_submission():
                                 rules=rules)
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _no_secret_outlives_a_test():
+    """Secrets the code under test took from the environment are dropped after each test."""
+    from evaluator import vault
+
+    yield
+    vault.forget()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from evaluator.benchmarks.datasets import DatasetPin, stream_rows
-from evaluator.errors import BenchmarkError
+from evaluator.errors import BenchmarkError, IsolationError
 from evaluator.types import Item
 
 
@@ -39,6 +39,7 @@ class Benchmark(ABC):
 
     name: ClassVar[str]
     dataset: ClassVar[DatasetPin]
+    runs_code: ClassVar[bool] = False  # grading runs what a model wrote (in the sandbox)
 
     def load_upstream(self, source: str | None = None) -> list[Item]:
         """Items from the pinned upstream dataset: the hub (default) or a local file or folder."""
@@ -79,5 +80,7 @@ class Benchmark(ABC):
             return self.grade(response, reference)
         except ImportError:
             raise  # a grader's library is not installed: no pair can be graded
+        except IsolationError:  # not this pair's fault: no code is graded at all
+            raise
         except Exception as exc:  # one bad pair must not sink the others
             return Grade(False, None, f"grader failed: {type(exc).__name__}: {str(exc)[:200]}")

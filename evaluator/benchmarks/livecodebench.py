@@ -48,6 +48,7 @@ BAD_REFERENCE = (ValueError, TypeError, AttributeError, KeyError, zlib.error, pi
 class LiveCodeBench(Benchmark):
     name = "livecodebench"
     dataset = datasets.LIVECODEBENCH
+    runs_code = True
 
     def __init__(self, limits: sandbox.Limits = sandbox.DEFAULT_LIMITS,
                  sandbox_per_test: bool = False) -> None:

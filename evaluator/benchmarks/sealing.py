@@ -27,6 +27,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
+from evaluator import vault
 from evaluator.baselines import from_answered
 from evaluator.benchmarks.splits import draw_splits
 from evaluator.errors import BenchmarkError
@@ -37,6 +38,7 @@ from evaluator.types import AnsweredItem, Item
 log = logging.getLogger(__name__)
 
 PASSWORD_ENV = "BENCHMARK_PASSWORD"
+MIN_PASSWORD_CHARS = 16  # a shorter password falls to an offline guess against the public files
 DIR_ENV = "TINYROUTER_BENCHMARK_DIR"
 SEALED_SUFFIX = ".sealed"
 SEAL_FORMAT = 1
@@ -79,11 +81,17 @@ def commitment(rows: list[dict[str, Any]], salt: bytes) -> str:
     return hashlib.sha256(salt + canonical_json(rows).encode()).hexdigest()
 
 
-def password_from_env() -> str:
-    password = os.environ.get(PASSWORD_ENV, "")
+def password_from_env(new: bool = False) -> str:
+    """The password, moved out of the environment (see `vault`); `new`: about to seal with it,
+    so a weak one is refused."""
+    password = vault.take(PASSWORD_ENV)
     if not password:
         raise BenchmarkError(f"set {PASSWORD_ENV}: the sealed benchmark's password "
                              f"(an environment secret, never stored in the repository)")
+    if new and len(password) < MIN_PASSWORD_CHARS:
+        raise BenchmarkError(f"{PASSWORD_ENV} is too weak to seal with: use a secret of at least "
+                             f"{MIN_PASSWORD_CHARS} characters (e.g. the output of `openssl rand "
+                             f"-hex 32`); the sealed files are public to anyone who can guess it")
     return password
 
 

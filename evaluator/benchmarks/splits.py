@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluator import vault
 from evaluator.benchmarks import get_benchmark
 from evaluator.errors import BenchmarkError
 from evaluator.pool.corpus import load_corpus
@@ -43,7 +43,7 @@ class Splits:
 
 def seed_from_env() -> str:
     """The secret split seed, from the environment only (never the repository)."""
-    seed = os.environ.get(SEED_ENV, "")
+    seed = vault.take(SEED_ENV)
     if len(seed) < MIN_SEED_CHARS:
         raise BenchmarkError(f"set {SEED_ENV} to a secret of at least {MIN_SEED_CHARS} "
                              f"characters (e.g. the output of `openssl rand -hex 32`); "

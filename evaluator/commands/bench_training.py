@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from evaluator import isolation
 from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
 
@@ -27,6 +28,7 @@ def add_bench_training(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     p.add_argument("--json", metavar="OUT", help="also write the report here (- for stdout)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    isolation.add_flag(p)
     p.set_defaults(func=run)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from evaluator import isolation
 from evaluator.benchmarks.sealing import load_manifest
 from evaluator.benchmarks.splits import public_items
 from evaluator.collect import collect_training, pool_client_factory
@@ -36,6 +37,7 @@ def add_collect(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", default="hub",
                         help="demo (bundled corpus), hub, or a local copy of the data")
     parser.add_argument("--pool-url", help="OpenAI-compatible base URL (default: OpenRouter)")
+    isolation.add_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -59,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
                          f"{', '.join(rules.benchmarks)}")
     if args.limit is not None and args.limit < 1:
         raise UsageError("--limit must be at least 1")
+    found = isolation.require_for([args.benchmark])  # before the API key is read
+    if found is not None:
+        print(f"isolation: {found.describe()}")
     items = train_items(args.benchmark, Path(args.repo), args.source, args.limit, rules)
     out = Path(args.out)
     path = data_path(out, args.benchmark)

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from evaluator import isolation
 from evaluator.cli import main
 from evaluator.errors import TinyRouterError
 from evaluator.files import write_json
@@ -290,6 +291,7 @@ def add_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workdir", type=Path, default=Path("demo"),
                    help="fresh workspace (an earlier demo there is replaced)")
     p.add_argument("--fast", action="store_true", help="fewer training generations (CI)")
+    isolation.add_flag(p)
     p.set_defaults(func=run)
 
 
@@ -307,6 +309,7 @@ def run(args: argparse.Namespace) -> int:
 
     print(f"TinyRouter demo in {args.workdir}/ — offline; the benchmark password is the demo's "
           f"own ({DEMO_PASSWORD!r}), never use it for a real competition.")
+    print(f"Isolation of the code the demo grades: {isolation.require().describe()}", flush=True)
     ws = run_demo(args.workdir, fast=args.fast, progress=progress, done=done)
     print(summary(ws, time.perf_counter() - started))
     return 0
@@ -325,6 +328,8 @@ def summary(ws: Workspace, seconds: float) -> str:
         r = ws.results[miner.login]
         lines.append(f"{miner.login:<8} {r['outcome']:<9} {_fmt(r.get('composite')):>9} "
                      f"{_fmt(r.get('king_composite')):>11} {_fmt(r.get('delta')):>8}")
+    graded = {ws.results[m.login].get("isolation") for m in MINERS}
+    lines.append(f"Isolation (as the results record it): {'; '.join(map(str, sorted(graded)))}")
     copier = ws.results.get(COPIER.login)
     if copier is not None:
         failed = copier["failed_gate"]

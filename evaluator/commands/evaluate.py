@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from contextlib import nullcontext
 from pathlib import Path
 
+from evaluator import isolation
 from evaluator.commands.output import annotate, append_summary, github_output, say, write_json_out
 from evaluator.commands.reports import headline, render_result
-from evaluator.errors import UsageError
+from evaluator.errors import IsolationError, UsageError
+from evaluator.files import format_time, utc_now
 from evaluator.gates import parse_changes
-from evaluator.records import REJECTED, VOID
+from evaluator.records import REJECTED, VOID, Result
 from evaluator.rules import OFFICIAL, Competition, is_commit_sha, is_name
 from evaluator.store import Store, parse_submission_path
 
@@ -66,12 +69,6 @@ def submission_arg(repo: Path, given: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    # torch, the encoder and the sealed benchmark load only when an evaluation runs
-    from evaluator.benchmarks.sealing import open_train_items, open_verified, password_from_env
-    from evaluator.coordinator.router import load_router
-    from evaluator.evaluate import evaluate_submission
-    from evaluator.pool.runner import pool_runner
-
     rules = args.rules
     relpath = submission_arg(args.repo, args.submission)
     if args.head_sha is not None and not is_commit_sha(args.head_sha):
@@ -91,6 +88,29 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give --benchmark-dir or set TINYROUTER_BENCHMARK_DIR")
     if args.require_gates_pass:  # before the encoder loads
         Store(args.repo).require_gates_pass(args.pr, args.head_sha)
+    with github_output() if args.format == "github" else nullcontext():
+        try:
+            found = isolation.require(flag=None)  # before any secret is read
+            result = dataclasses.replace(evaluate_held(args, relpath, changes),
+                                         isolation=found.describe())
+        except IsolationError as exc:
+            result = isolation_void(args, relpath, str(exc))
+        public = result.public(rules.disclosure_precision)
+        write_json_out(args.out, public)
+        write_json_out(args.private_out, result.private(rules.disclosure_precision))
+        report(public, args.format == "github", rules)
+    return 0
+
+
+def evaluate_held(args: argparse.Namespace, relpath: str, changes: list | None) -> Result:
+    """The evaluation proper, once isolation is proven: the secret is read only here."""
+    # torch, the encoder and the sealed benchmark load only when an evaluation runs
+    from evaluator.benchmarks.sealing import open_train_items, open_verified, password_from_env
+    from evaluator.coordinator.router import load_router
+    from evaluator.evaluate import evaluate_submission
+    from evaluator.pool.runner import pool_runner
+
+    rules = args.rules
     password = password_from_env()
     manifest = Store(args.repo).manifest()
     if manifest is None:
@@ -101,19 +121,27 @@ def run(args: argparse.Namespace) -> int:
         found = open_train_items(args.benchmark_dir, manifest, rules)
         return [item for bench in rules.benchmarks for item in found[bench]]
 
-    with github_output() if args.format == "github" else nullcontext():
-        result = evaluate_submission(
-            args.repo, relpath,
-            open_sets=lambda: open_verified(args.benchmark_dir, password, manifest, rules),
-            router=load_router(args.encoder or rules.encoder_id, rules),
-            run_live=pool_runner(args.pool_url, rules), rules=rules, public_items=train_items,
-            pr=args.pr, head_sha=args.head_sha, author=args.author, changes=changes,
-            require_gates_pass=args.require_gates_pass, earlier_dir=args.earlier_dir)
-        public = result.public(rules.disclosure_precision)
-        write_json_out(args.out, public)
-        write_json_out(args.private_out, result.private(rules.disclosure_precision))
-        report(public, args.format == "github", rules)
-    return 0
+    return evaluate_submission(
+        args.repo, relpath,
+        open_sets=lambda: open_verified(args.benchmark_dir, password, manifest, rules),
+        router=load_router(args.encoder or rules.encoder_id, rules),
+        run_live=pool_runner(args.pool_url, rules), rules=rules, public_items=train_items,
+        pr=args.pr, head_sha=args.head_sha, author=args.author, changes=changes,
+        require_gates_pass=args.require_gates_pass, earlier_dir=args.earlier_dir)
+
+
+def isolation_void(args: argparse.Namespace, relpath: str, why: str) -> Result:
+    """The void result of an evaluation the runner's isolation stopped: refunded, nothing else
+    published; the maintainers read the fix in the job's log."""
+    from evaluator.evaluate import VOID_NOTE
+
+    miner, generation = parse_submission_path(relpath) or ("", 0)
+    say([f"error: {why}"], args.format == "github")
+    return Result(miner=miner, generation=generation, pr=args.pr, head_sha=args.head_sha,
+                  evaluated_at=format_time(utc_now()), outcome=VOID,
+                  benchmark_manifest=Store(args.repo).manifest_hash(),
+                  reason=f"void: {isolation.NOT_IN_FORCE} on the evaluation runner; {VOID_NOTE}",
+                  isolation=isolation.NOT_IN_FORCE)
 
 
 def report(public: dict, github: bool, rules: Competition) -> None:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evaluator import isolation
 from evaluator.benchmarks import BENCHMARK_REGISTRY, Grade, grade_batch
 from evaluator.errors import BenchmarkError, UsageError
 
@@ -27,6 +28,7 @@ def add_grade(parser: argparse.ArgumentParser) -> None:
                         help='JSONL of {"benchmark", "response", "reference"} ("-" for stdin)')
     parser.add_argument("--workers", type=int, default=None,
                         help="code programs graded at once (default and cap: the number of cores)")
+    isolation.add_flag(parser)
     parser.set_defaults(func=run)
 
 

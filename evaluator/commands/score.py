@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from evaluator import isolation
 from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
 from evaluator.rules import OFFICIAL
@@ -33,6 +34,7 @@ def add_score(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool-url", help="with --live: the pool's base URL")
     p.add_argument("--json", dest="json_out", metavar="OUT",
                    help="also write the report as JSON (- for standard output)")
+    isolation.add_flag(p)
     p.set_defaults(func=run)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from evaluator import isolation
 from evaluator.benchmarks.sealing import (
     DIR_ENV,
     OFFICIAL_KDF,
@@ -101,9 +102,12 @@ def _benchmarks(value: str | None, rules: Competition) -> list[str]:
 
 def run_seal(args: argparse.Namespace) -> int:
     rules: Competition = args.rules
-    password, seed = password_from_env(), seed_from_env()
     out_dir = _directory(args.out_dir, "--out-dir")
     benchmarks = _benchmarks(args.benchmarks, rules)
+    found = isolation.require_for(benchmarks, flag=None)  # before any secret is read
+    if found is not None:
+        print(f"isolation: {found.describe()}")
+    password, seed = password_from_env(new=True), seed_from_env()
     existing = [sealed_path(out_dir, b, s) for b in benchmarks for s in SPLITS
                 if sealed_path(out_dir, b, s).exists()]
     if existing and not args.force:

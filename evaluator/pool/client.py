@@ -39,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from evaluator import finite
+from evaluator import finite, vault
 from evaluator.errors import InfrastructureError, OutOfCreditError, PoolError
 from evaluator.pool.ledger import Ledger
 from evaluator.rules import Competition
@@ -156,7 +156,7 @@ class OpenRouterClient:
                  retry: RetryPolicy | None = None, retry_budget: RetryBudget | None = None,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
         self.base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
-        key = api_key if api_key is not None else os.environ.get(API_KEY_ENV, "")
+        key = api_key if api_key is not None else vault.take(API_KEY_ENV)
         if not key and self.base_url == DEFAULT_BASE_URL:
             raise PoolError(f"no OpenRouter API key: set {API_KEY_ENV} "
                             f"(or point {BASE_URL_ENV} at a local simulator)")
