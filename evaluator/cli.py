@@ -67,6 +67,8 @@ COMMANDS = {
     "preflight": Command("gates", "run gates 0–4 locally, exactly as the PR bot does"),
     "reveal": Command("seal", "publish a retired split: its items and commitment salt "
                               "(maintainer)"),
+    "runner": Command("runner", "check that this machine can be the evaluation runner: "
+                                "sandbox, GPU, encoder, sealed files, pool, disk, memory"),
     "score": Command("score", "score a head as the evaluator would, on your public rows; "
                               "with --king, whether it would take the crown"),
     "seal": Command("seal", "draw, answer and seal the hidden benchmark splits (maintainer)"),

@@ -40,6 +40,8 @@ PUBLIC_FIELDS = {
     **{outcome: (*IDENTITY_FIELDS, "outcome", "reason", "composite", "delta", "isolation")
        for outcome in UNSCORED},
 }
+# Public fields a record written before they were kept lacks (the schema does not require them)
+LATER_FIELDS = ("isolation",)
 # What the disclosure rule rounds: in a loss, these fields; in a king's breakdown, these parts.
 ROUNDED_IN_LOSS = ("composite", "delta", "ci95")
 ROUNDED_IN_BREAKDOWN = ("audit_acc",)

@@ -45,6 +45,10 @@ DATASET_REVISIONS = {
     "mmlu": "c30699e8356da336a370243923dbaf21066bb9fe",  # cais/mmlu
     "livecodebench": "0fe84c3912ea0c4d4a78037083943e8f0c4dd505",  # livecodebench/code_generation_lite
 }
+# The encoder, read at one hub commit wherever a hub id is loaded (a local folder is used as is)
+ENCODER_REVISIONS = {
+    "Qwen/Qwen3-0.6B": "c1899de289a04d12100db370d81485cdf75e47ca",
+}
 LIVECODEBENCH_RELEASE = "release_v6"
 LIVECODEBENCH_CONTEST_DATES = ("2024-08-01", "2025-05-01")
 
@@ -249,6 +253,7 @@ class Competition:
                     name_pattern=NAME_RE.pattern,
                     generation_pattern=GENERATION_RE.pattern,
                     dataset_revisions=dict(DATASET_REVISIONS),
+                    encoder_revisions=dict(ENCODER_REVISIONS),
                     livecodebench_release=LIVECODEBENCH_RELEASE,
                     livecodebench_contest_dates=list(LIVECODEBENCH_CONTEST_DATES))
         return data

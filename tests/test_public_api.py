@@ -18,7 +18,7 @@ COMMANDS = [
     "baseline", "bench", "bench-agreement", "bench-sandbox", "bench-scale", "bench-startup",
     "bench-training", "collect", "demo",
     "diff", "encoder", "evaluate", "fairness", "gates", "gh", "grade", "leaderboard", "ledger",
-    "pack", "pool", "preflight", "reveal", "score", "seal", "site", "train", "verify-benchmark",
+    "pack", "pool", "preflight", "reveal", "runner", "score", "seal", "site", "train", "verify-benchmark",
 ]
 
 

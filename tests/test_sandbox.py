@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import sandbox
+from evaluator import isolation, sandbox
+from evaluator.errors import IsolationError
 from evaluator.sandbox import (
     BUBBLEWRAP,
     CGROUP,
@@ -30,8 +31,10 @@ from evaluator.sandbox import (
 
 FAST = Limits(cpu_seconds=2, wall_seconds=5.0, memory_mb=256, processes=16,
               file_size_mb=1, open_files=32, tmpfs_mb=8, output_bytes=64 * 1024, process_memory_mb=64)
-MODES = sorted({sandbox.isolation_available(), RLIMITS})
-needs_bubblewrap = pytest.mark.skipif(sandbox.isolation_available() != BUBBLEWRAP,
+# Under CI bubblewrap must work: its tests then fail rather than skip or drop out
+IN_CI = bool(os.environ.get("CI"))
+MODES = sorted({BUBBLEWRAP if IN_CI else sandbox.isolation_available(), RLIMITS})
+needs_bubblewrap = pytest.mark.skipif(sandbox.isolation_available() != BUBBLEWRAP and not IN_CI,
                                       reason="bubblewrap does not work on this machine")
 
 
@@ -323,17 +326,24 @@ def test_killing_the_parent_harms_only_the_program(mode, attack):
     assert run_program("print(1)", "", FAST, mode).stdout == "1\n"
 
 
-def test_without_bubblewrap_the_fallback_is_used_and_said_once(monkeypatch, caplog):
+def test_without_bubblewrap_grading_refuses_unless_asked_and_says_why_once(monkeypatch, caplog):
     real_which = sandbox.shutil.which
     monkeypatch.setattr(sandbox.shutil, "which",
                         lambda name: None if name == "bwrap" else real_which(name))
-    sandbox._probe.cache_clear()
+    monkeypatch.setattr(isolation.shutil, "which", sandbox.shutil.which)
+    sandbox._probe_outcome.cache_clear()
+    isolation.verified.cache_clear()
     try:
         with caplog.at_level("WARNING", logger="evaluator.sandbox"):
-            first = run_program("print(2)", "", FAST)
-            second = run_program("print(3)", "", FAST)
+            with pytest.raises(IsolationError, match=r"bwrap is not installed.*Fix: install "
+                                                     r"bubblewrap"):
+                run_program("print(1)", "", FAST)
+            with isolation.unsandboxed():
+                first = run_program("print(2)", "", FAST)
+                second = run_program("print(3)", "", FAST)
     finally:
-        sandbox._probe.cache_clear()
+        sandbox._probe_outcome.cache_clear()
+        isolation.verified.cache_clear()
     assert (first.isolation, second.isolation) == (RLIMITS, RLIMITS)
     assert second.stdout == "3\n"
     assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1

@@ -45,14 +45,30 @@ def add_evaluate(p: argparse.ArgumentParser) -> None:
                    help="a folder holding the earlier attempts' submissions/<login>/<n> folders "
                         "copied from their PR heads (`tinyrouter gh fetch-earlier`), for the "
                         "behavioural check (default: the repository)")
-    p.add_argument("--out", required=True, help="public result record (JSON; - for stdout)")
-    p.add_argument("--private-out", help="full private record (JSON); keep it private")
+    p.add_argument("--out", help="public result record (JSON; - for stdout); default: "
+                                 f"{RECORDS_HELP}/result.json, outside the repository")
+    p.add_argument("--private-out", help="full private record (JSON; it holds the partition seed "
+                                         "and the hidden item ids); default: "
+                                         f"{RECORDS_HELP}/private.json, readable by you only")
     p.add_argument("--format", choices=("text", "github"), default="text",
                    help="github: annotations and a job summary")
     p.set_defaults(func=run)
 
 
 PARSERS = {"evaluate": add_evaluate}
+PRIVATE_DIR_ENV = "TINYROUTER_PRIVATE_DIR"
+RECORDS_HELP = f"${PRIVATE_DIR_ENV} (else ~/.local/state/tinyrouter)/<login>-<n>[-pr<N>]"
+
+
+def records_dir(relpath: str, pr: int | None) -> Path:
+    """Where an evaluation's records go by default: a private folder outside any checkout."""
+    base = os.environ.get(PRIVATE_DIR_ENV) or Path(
+        os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state", "tinyrouter")
+    login, generation = parse_submission_path(relpath) or ("unknown", 0)
+    folder = Path(base, f"{login}-{generation}" + (f"-pr{pr}" if pr else ""))
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder.chmod(0o700)
+    return folder
 
 
 def submission_arg(repo: Path, given: str) -> str:
@@ -96,9 +112,18 @@ def run(args: argparse.Namespace) -> int:
         except IsolationError as exc:
             result = isolation_void(args, relpath, str(exc))
         public = result.public(rules.disclosure_precision)
-        write_json_out(args.out, public)
-        write_json_out(args.private_out, result.private(rules.disclosure_precision))
+        out, private = args.out, args.private_out
+        if out is None or private is None:
+            folder = records_dir(relpath, args.pr)
+            out, private = out or folder / "result.json", private or folder / "private.json"
+        write_json_out(out, public)
+        write_json_out(private, result.private(rules.disclosure_precision))
+        if private != "-":
+            Path(private).chmod(0o600)
         report(public, args.format == "github", rules)
+        if args.out is None or args.private_out is None:
+            say([f"result: {out}", f"private record (keep it private): {private}"],
+                args.format == "github")
     return 0
 
 

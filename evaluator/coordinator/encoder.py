@@ -34,7 +34,7 @@ from transformers.utils import logging as hf_logging
 
 from evaluator.coordinator.svf import MATRIX_PARENTS, SVF
 from evaluator.errors import EncoderError
-from evaluator.rules import SVF_MATRICES, Competition
+from evaluator.rules import ENCODER_REVISIONS, SVF_MATRICES, Competition
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -174,18 +174,30 @@ def load_encoder(id_or_path: str, rules: Competition, device: str | None = None)
     """Load a Qwen3 checkpoint (hub id or local folder; safetensors only), frozen, SVF-ready."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    pin = {"revision": encoder_revision(id_or_path)}
     try:
         with _quiet():
-            config = AutoConfig.from_pretrained(id_or_path, trust_remote_code=False)
+            config = AutoConfig.from_pretrained(id_or_path, trust_remote_code=False, **pin)
             _check_shape(config, rules)
-            tokenizer = AutoTokenizer.from_pretrained(id_or_path, trust_remote_code=False)
+            tokenizer = AutoTokenizer.from_pretrained(id_or_path, trust_remote_code=False, **pin)
             model = AutoModelForCausalLM.from_pretrained(
                 id_or_path, dtype=dtype, use_safetensors=True, trust_remote_code=False,
-                attn_implementation="sdpa")
+                attn_implementation="sdpa", **pin)
     except (OSError, ValueError, KeyError) as exc:
         raise EncoderError(f"cannot load the encoder {id_or_path!r}: {exc}") from exc
     log.debug("loaded encoder %s on %s (%s)", id_or_path, device, dtype)
     return Encoder(model.to(device), tokenizer, rules)
+
+
+def encoder_revision(id_or_path: str) -> str | None:
+    """The pinned hub commit of a hub id (None for a local folder); a hub id without a pin is
+    refused, as an unpinned dataset is."""
+    if Path(id_or_path).is_dir():
+        return None
+    if id_or_path not in ENCODER_REVISIONS:
+        raise EncoderError(f"the encoder {id_or_path!r} is neither a local folder nor a hub id "
+                           f"with a pinned revision ({', '.join(ENCODER_REVISIONS)})")
+    return ENCODER_REVISIONS[id_or_path]
 
 
 @contextlib.contextmanager

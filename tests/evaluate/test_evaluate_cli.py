@@ -6,6 +6,7 @@ everything else is real: gates, sealing, king lookup, records, apply, templates.
 
 import json
 import logging
+import os
 import re
 
 import numpy as np
@@ -24,8 +25,8 @@ from evaluation_fakes import (
     train_items,
 )
 
-from evaluator import cli
-from evaluator.errors import LeaderboardError
+from evaluator import cli, isolation
+from evaluator.errors import IsolationError, LeaderboardError
 from evaluator.evaluate import evaluate_submission
 from evaluator.gates import encode_fingerprint, fingerprint
 from evaluator.records import Attempt
@@ -379,3 +380,41 @@ def test_require_gates_pass_needs_the_pr_and_head(world, capsys):
                       "submissions/alice/1", "--benchmark-dir", world["sealed"],
                       "--require-gates-pass", "--out", world["tmp"] / "r.json")
     assert code == 2 and "--require-gates-pass needs --pr and --head-sha" in capsys.readouterr().err
+
+
+# Isolation -------------------------------------------------------------------------------
+
+
+def test_the_result_records_the_isolation_the_code_was_graded_under(world):
+    _, public, private = evaluate(world, "alice", 1)
+    assert public["isolation"] == private["isolation"] == isolation.verified().describe()
+
+
+def test_without_isolation_in_force_the_evaluation_is_void_before_any_secret_is_read(
+        world, monkeypatch, capsys):
+    monkeypatch.setattr(isolation, "verified", lambda: isolation.Isolation(
+        "rlimits", "per-process", failure="bwrap is not installed", fix="install bubblewrap"))
+    out, public, private = evaluate(world, "alice", 1)
+    assert public == {**{k: public[k] for k in ("format", "miner", "generation", "pr",
+                                                "head_sha", "evaluated_at",
+                                                "benchmark_manifest")},
+                      "partition_commitment": None, "outcome": "void", "composite": None,
+                      "delta": None, "isolation": "runner isolation not in force",
+                      "reason": "void: runner isolation not in force on the evaluation runner; "
+                                "no score is given and your attempt is refunded; a maintainer "
+                                "re-runs the evaluation"}
+    assert private["challenger"] is None and private["partition"] is None
+    assert os.environ["BENCHMARK_PASSWORD"] == PASSWORD  # never read
+    assert "Fix: install bubblewrap" in capsys.readouterr().out  # the maintainers' log
+    assert tinyrouter(world, "leaderboard", "apply", out, "--repo", world["repo"]) == 0
+    assert Store(world["repo"]).king() is None
+
+
+def test_isolation_lost_during_live_play_voids_the_evaluation(world, monkeypatch):
+    def lost(*args):
+        raise IsolationError("runner isolation not in force: cannot create the run's cgroup")
+
+    monkeypatch.setattr("evaluator.pool.runner.pool_runner", lambda *a: lost)
+    _, public, _ = evaluate(world, "alice", 1)
+    assert public["outcome"] == "void"
+    assert public["reason"].startswith("void: runner isolation not in force")

@@ -39,6 +39,7 @@ RUN_ELSEWHERE = {
     "evaluate": "tests/evaluate/test_evaluate_cli.py (a sealed fake benchmark)",
     "site": "tests/site/test_build.py",
     "gh": "tests/github/test_replay.py (every gh verb the workflows use)",
+    "runner": "tests/test_isolation.py",
 }
 
 

@@ -135,7 +135,8 @@ class Board:
         king = self.kings[-1] if self.kings else None
         record = {"format": 1, **identity, "evaluated_at": stamp(day), "outcome": outcome,
                   "composite": None, "king_composite": None, "delta": None, "reason": reason,
-                  "benchmark_manifest": None, "partition_commitment": None}
+                  "benchmark_manifest": None, "partition_commitment": None,
+                  "isolation": "bubblewrap: own pid, network, mount and ipc namespaces"}
         if outcome not in UNSCORED:
             king_composite = king["composite"] if king else None
             record.update(composite=composite, king_composite=king_composite,
