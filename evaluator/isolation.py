@@ -22,7 +22,6 @@ import dataclasses
 import functools
 import json
 import logging
-import os
 import secrets
 import shutil
 import socket
@@ -45,7 +44,6 @@ PROBE_LIMITS = sandbox.Limits(cpu_seconds=2, wall_seconds=5.0, memory_mb=512, pr
                               file_size_mb=1, open_files=32, tmpfs_mb=8, output_bytes=256 * 1024,
                               process_memory_mb=128)
 STILL_PROCESSES = 4  # what the probe may see of its own sandbox: bwrap's reaper, a launcher, itself
-SANDBOX_OWN = ("/", "/tmp", "/dev", "/proc", sandbox.SANDBOX_DIR)  # folders it has of its own
 APPARMOR_SYSCTL = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
 MAX_USERNS_SYSCTL = "/proc/sys/user/max_user_namespaces"
 
@@ -243,17 +241,14 @@ def _self_test(run: Callable[..., sandbox.RunResult]) -> Isolation:
 
 def _probe_checks(run: Callable[..., sandbox.RunResult], caps: str) -> list[Check]:
     limits = PROBE_LIMITS
-    cap = limits.processes if caps == sandbox.CGROUP else \
-        sandbox._rlimits(limits, caps)["RLIMIT_NPROC"]
+    cap = sandbox.process_cap(limits, caps)
     with _canary() as (token, marker, proc), _listener() as (port, heard), \
             tempfile.TemporaryDirectory(prefix="tinyrouter-selftest-") as folder:
         host_file = Path(folder, "host-file")
         host_file.write_text(token)
         Path(folder).chmod(0o755)
         host_file.chmod(0o644)
-        paths = [str(host_file), "/etc/passwd", "/home", "/root",
-                 *(p for p in (os.getcwd(), str(Path.home()), str(Path(__file__).parent))
-                   if p not in SANDBOX_OWN)]
+        paths = [str(host_file), "/etc/passwd", __file__, str(Path(sandbox.__file__).parent)]
         stdin = json.dumps({"port": port, "paths": paths, "forks": cap + 2})
         result = run(PROBE, stdin, limits, sandbox.BUBBLEWRAP)
         hog = run(MEMORY_HOG.replace("MB", str(limits.memory_mb + 64)), "", limits,

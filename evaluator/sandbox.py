@@ -320,10 +320,16 @@ def _sandboxed(files: dict[str, str], entry: str, limits: Limits, isolation: str
     rlimits = _rlimits(limits, caps) if runs is None else _runner_rlimits(limits, caps, mode, runs)
     extra = runs is not None and mode == RLIMITS  # under bwrap the runner takes its reaper's place
     pids = limits.processes + (_runner_processes(mode) if extra else 0)
+    # In a user namespace of its own RLIMIT_NPROC counts the run's tasks only, if set inside;
+    # outside, it counts every task of this user, and bubblewrap could not even start
+    userns = mode == BUBBLEWRAP and not _VARIANT["bwrap_as_root"]
+    outside = {k: v for k, v in rlimits.items() if not (userns and k == "RLIMIT_NPROC")}
+    inside = _launcher_argv(rlimits, None) if userns and runs is None else []
     with _slot() as uid, _run_cgroup(limits, pids) as cgroup, \
-            _command(mode, files, entry, limits, uid, as_pid_1=runs is not None) as (argv, cwd, fds):
+            _command(mode, files, entry, limits, uid, as_pid_1=runs is not None,
+                     inside=inside) as (argv, cwd, fds):
         # without a cgroup to join, the runner sets its own rlimits: a launcher less to start
-        launcher = [] if runs is not None and cgroup is None else _launcher_argv(rlimits, cgroup)
+        launcher = [] if runs is not None and cgroup is None else _launcher_argv(outside, cgroup)
         nothing_left = False
         try:
             value, nothing_left = supervise([*launcher, *argv], cwd, fds, mode, caps)
@@ -335,10 +341,12 @@ def _sandboxed(files: dict[str, str], entry: str, limits: Limits, isolation: str
 
 @contextlib.contextmanager
 def _command(mode: str, files: dict[str, str], entry: str, limits: Limits, uid: int,
-             as_pid_1: bool) -> Iterator[tuple[list[str], str, list[int]]]:
-    """(argv, cwd, fds to pass) starting `entry` among `files` under `mode`, as `uid`."""
+             as_pid_1: bool, inside: Sequence[str] = ()
+             ) -> Iterator[tuple[list[str], str, list[int]]]:
+    """(argv, cwd, fds to pass) starting `entry` among `files` under `mode`, as `uid`;
+    `inside` runs first inside bubblewrap's namespaces (a launcher setting rlimits there)."""
     if mode == BUBBLEWRAP:  # the files travel as memfds: nothing of a temp folder shows inside
-        inner = _drop_privileges(uid) if _VARIANT["bwrap_as_root"] else []
+        inner = [*(_drop_privileges(uid) if _VARIANT["bwrap_as_root"] else []), *inside]
         argv, fds = _bubblewrap_argv(files, entry, limits, inner, as_pid_1)
         if not _VARIANT["bwrap_as_root"]:
             argv = _drop_privileges(uid) + argv  # bwrap itself runs unprivileged, in a user namespace
@@ -676,7 +684,7 @@ def _bubblewrap_argv(files: dict[str, str], entry: str, limits: Limits, inner: l
         return str(fds[-1])
 
     namespaces = (["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-                   "--unshare-cgroup-try"] if inner else ["--unshare-all"])
+                   "--unshare-cgroup-try"] if _VARIANT["bwrap_as_root"] else ["--unshare-all"])
     namespaces += ["--as-pid-1"] if as_pid_1 else []  # the runner: no run can signal it
     options = [*namespaces, "--die-with-parent", "--new-session", "--hostname", SANDBOX_HOSTNAME,
                "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
@@ -706,13 +714,19 @@ def _memfd(data: bytes) -> int:
 
 def _rlimits(limits: Limits, caps: str, extra_processes: int = 0) -> dict[str, int]:
     """The rlimits of one run; `extra_processes` make room for a runner under the same uid."""
-    processes, memory_mb = limits.processes, limits.memory_mb
+    processes, memory_mb = process_cap(limits, caps), limits.memory_mb
     if caps == PER_PROCESS:  # n processes of memory_mb / n each: together under the cap
-        processes = max(1, min(processes, memory_mb // limits.process_memory_mb))
         memory_mb //= processes
     return {"RLIMIT_CPU": limits.cpu_seconds, "RLIMIT_AS": memory_mb << 20,
             "RLIMIT_NPROC": processes + extra_processes, "RLIMIT_FSIZE": limits.file_size_mb << 20,
             "RLIMIT_NOFILE": limits.open_files, "RLIMIT_CORE": 0}
+
+
+def process_cap(limits: Limits, caps: str) -> int:
+    """How many processes one run may have at once (beyond what its user already runs)."""
+    if caps == CGROUP:
+        return limits.processes
+    return max(1, min(limits.processes, limits.memory_mb // limits.process_memory_mb))
 
 
 def _launcher_argv(rlimits: dict[str, int], cgroup: str | None) -> list[str]:

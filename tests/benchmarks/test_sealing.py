@@ -239,10 +239,21 @@ def test_answers_out_of_order_are_refused(tmp_path):
                         tmp_path, tmp_path / "m.json", PASSWORD, SEED, SMALL, FAST)
 
 
-def test_password_comes_from_the_environment(monkeypatch):
-    monkeypatch.delenv(PASSWORD_ENV, raising=False)
-    with pytest.raises(BenchmarkError, match=PASSWORD_ENV):
-        sealing.password_from_env()
+@pytest.mark.parametrize("password, new, refused", [
+    ("", False, "set BENCHMARK_PASSWORD"),
+    ("hunter2", True, "too weak to seal with: use a secret of at least 16"),
+    ("hunter2", False, None),  # an existing seal is opened with what it was sealed with
+    ("0123456789abcdef", True, None),
+])
+def test_password_comes_from_the_environment_and_a_new_seal_needs_a_strong_one(
+        monkeypatch, password, new, refused):
+    monkeypatch.setenv(PASSWORD_ENV, password)
+    if refused:
+        with pytest.raises(BenchmarkError, match=refused):
+            sealing.password_from_env(new=new)
+    else:
+        assert sealing.password_from_env(new=new) == password
+    assert PASSWORD_ENV not in os.environ  # read once: no child process inherits it
 
 
 # The verify-benchmark command --------------------------------------------------------------

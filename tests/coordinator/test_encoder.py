@@ -8,10 +8,15 @@ import json
 import pytest
 import torch
 
-from evaluator.coordinator.encoder import Encoder, competition_for_encoder, load_encoder
+from evaluator.coordinator.encoder import (
+    Encoder,
+    competition_for_encoder,
+    encoder_revision,
+    load_encoder,
+)
 from evaluator.coordinator.tiny import TINY_CONFIG, make_tiny
 from evaluator.errors import EncoderError
-from evaluator.rules import OFFICIAL
+from evaluator.rules import ENCODER_REVISIONS, OFFICIAL
 
 
 def test_tiny_rules_are_read_from_the_checkpoint(tiny_rules, tiny_path):
@@ -111,3 +116,11 @@ def test_a_batch_gives_the_features_of_its_rows_one_by_one(encoder, make_transcr
 def test_empty_input_is_refused(encoder):
     with pytest.raises(EncoderError, match="no transcripts"):
         encoder.features([])
+
+
+def test_a_hub_encoder_is_loaded_at_its_pinned_revision_a_folder_as_is(tmp_path):
+    assert encoder_revision(OFFICIAL.encoder_id) == ENCODER_REVISIONS[OFFICIAL.encoder_id]
+    assert len(encoder_revision(OFFICIAL.encoder_id)) == 40
+    assert encoder_revision(str(tmp_path)) is None
+    with pytest.raises(EncoderError, match="neither a local folder nor a hub id with a pinned"):
+        encoder_revision("someone/Qwen3-0.6B-retrained")

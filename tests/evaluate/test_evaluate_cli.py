@@ -418,3 +418,14 @@ def test_isolation_lost_during_live_play_voids_the_evaluation(world, monkeypatch
     _, public, _ = evaluate(world, "alice", 1)
     assert public["outcome"] == "void"
     assert public["reason"].startswith("void: runner isolation not in force")
+
+
+def test_the_records_go_outside_the_repository_by_default(world, monkeypatch, capsys):
+    monkeypatch.setenv("TINYROUTER_PRIVATE_DIR", str(world["tmp"] / "kept"))
+    assert tinyrouter(world, "evaluate", "--repo", world["repo"], "--submission",
+                      "submissions/alice/1", "--benchmark-dir", world["sealed"], "--pr", 4) == 0
+    folder = world["tmp"] / "kept" / "alice-1-pr4"
+    assert json.loads((folder / "result.json").read_text())["outcome"] == "king"
+    assert (folder / "private.json").stat().st_mode & 0o777 == 0o600
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert f"private record (keep it private): {folder / 'private.json'}" in capsys.readouterr().out
