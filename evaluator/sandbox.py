@@ -41,16 +41,18 @@ its own program's later runs.
 What it does not protect against. Kernel exploits and side channels; CPU contention
 with other work on the machine; mountinfo still names the host folders the interpreter
 and its libraries live in, and their file system. The seccomp filter knows x86_64 and
-aarch64 only (elsewhere user namespaces stay open, logged once). Without a cgroup, a
-program's threads count against its process limit, and a grader that is not root has
-no per-run process limit at all (`RLIMIT_NPROC` counts all of its own processes).
-Without bubblewrap (the fallback, logged once) the program can read what the file
-system lets any user read, write to world-writable places, open network connections
-and create user namespaces; and when the grader is not root, a process that leaves its
-session may outlive the run and `kill(-1)` reaches the grader's own processes. The
-fallback is for development machines: the evaluation runner must have bubblewrap
-(`isolation_available()` says which one is in force) and should run it as root on a
-cgroup v2 host.
+aarch64 only (elsewhere user namespaces stay open, and the self-test finds isolation not in
+force). Without a cgroup, a program's threads count against its process limit, and a
+grader that is not root has no per-run process limit under rlimits alone (`RLIMIT_NPROC`
+counts all of its user's processes; in bubblewrap's user namespace it is set inside, where
+it counts the run's own).
+Under rlimits alone the program can read what the file system lets any user read, write
+to world-writable places, open network connections and create user namespaces; and when
+the grader is not root, a process that leaves its session may outlive the run and
+`kill(-1)` reaches the grader's own processes. So a run that names no isolation gets
+bubblewrap only once `evaluator.isolation`'s self-test has proven it here, rlimits only
+under the explicit `--unsandboxed` opt-in, and otherwise an `IsolationError`: it fails
+closed (`isolation_available()` says what merely starts here).
 """
 
 from __future__ import annotations
@@ -202,9 +204,10 @@ def run_each(source: str, runs: Sequence[Run], limits: Limits = DEFAULT_LIMITS,
     def supervise(argv: list[str], cwd: str, fds: list[int], mode: str, caps: str
                   ) -> tuple[list[RunResult], bool]:
         sweep = mode == BUBBLEWRAP or os.geteuid() == 0  # a pid namespace, or a uid of its own
-        spec = (f"{limits.wall_seconds!r} {limits.output_bytes} {int(sweep)} "
-                f"{_pairs(_rlimits(limits, caps, _runner_processes(mode)))} "
-                f"{_pairs(_runner_rlimits(limits, caps, mode, len(runs)))}\n")
+        run = _beside_own_tasks(_rlimits(limits, caps, _runner_processes(mode)), mode)
+        own = _beside_own_tasks(_runner_rlimits(limits, caps, mode, len(runs)), mode)
+        spec = f"{limits.wall_seconds!r} {limits.output_bytes} {int(sweep)} {_pairs(run)} " \
+               f"{_pairs(own)}\n"
         results, ended_itself = _supervise_each(argv, cwd, fds, spec.encode(), requests, limits,
                                                 stop)
         return results, ended_itself and sweep  # it reaped every run before it ended
@@ -213,19 +216,24 @@ def run_each(source: str, runs: Sequence[Run], limits: Limits = DEFAULT_LIMITS,
     return [dataclasses.replace(result, isolation=mode, caps=caps) for result in results]
 
 
-@functools.lru_cache(maxsize=1)
 def runs_share_a_sandbox() -> bool:
-    """Whether `run_each` works here: its runner needs bubblewrap's `--as-pid-1`, which older
-    releases lack. When it does not, graders start a sandbox per run instead (said once)."""
+    """Whether `run_each` works here under the isolation grading gets: its runner needs
+    bubblewrap's `--as-pid-1`, which older releases lack. When it does not, graders start a
+    sandbox per run instead (said once)."""
+    return _runs_share(_graded_mode())
+
+
+@functools.lru_cache(maxsize=2)
+def _runs_share(mode: str) -> bool:
     try:
-        result = run_each("print(input())", [Run("ok")])[0]
+        result = run_each("print(input())", [Run("ok")], isolation=mode)[0]
         if result.ok and result.stdout.strip() == "ok":
             return True
         why = result.reason()
     except (OSError, subprocess.SubprocessError) as exc:
         why = str(exc)
-    log.warning("sandbox: the per-program runner does not start here (%s); grading starts a "
-                "sandbox per test instead", why)
+    log.warning("sandbox: the per-program runner does not start here under %s (%s); grading "
+                "starts a sandbox per test instead", mode, why)
     return False
 
 
@@ -324,6 +332,7 @@ def _sandboxed(files: dict[str, str], entry: str, limits: Limits, isolation: str
     # outside, it counts every task of this user, and bubblewrap could not even start
     userns = mode == BUBBLEWRAP and not _VARIANT["bwrap_as_root"]
     outside = {k: v for k, v in rlimits.items() if not (userns and k == "RLIMIT_NPROC")}
+    rlimits, outside = _beside_own_tasks(rlimits, mode), _beside_own_tasks(outside, mode)
     inside = _launcher_argv(rlimits, None) if userns and runs is None else []
     with _slot() as uid, _run_cgroup(limits, pids) as cgroup, \
             _command(mode, files, entry, limits, uid, as_pid_1=runs is not None,
@@ -727,6 +736,29 @@ def process_cap(limits: Limits, caps: str) -> int:
     if caps == CGROUP:
         return limits.processes
     return max(1, min(limits.processes, limits.memory_mb // limits.process_memory_mb))
+
+
+def _beside_own_tasks(rlimits: dict[str, int], mode: str) -> dict[str, int]:
+    """Under rlimits alone a grader that is not root shares RLIMIT_NPROC with all of its
+    user's tasks: the run's processes come on top of those running now."""
+    if mode != RLIMITS or os.geteuid() == 0 or "RLIMIT_NPROC" not in rlimits:
+        return rlimits
+    return {**rlimits, "RLIMIT_NPROC": rlimits["RLIMIT_NPROC"] + _own_tasks()}
+
+
+def _own_tasks() -> int:
+    """Tasks (threads included, as RLIMIT_NPROC counts them) whose real uid is this process's."""
+    uid, count = os.getuid(), 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/status", encoding="utf-8") as status:
+                    fields = dict(line.split(":", 1) for line in status if ":" in line)
+                if int(fields["Uid"].split()[0]) == uid:
+                    count += int(fields["Threads"])
+            except (OSError, ValueError, KeyError, IndexError):
+                continue
+    return count
 
 
 def _launcher_argv(rlimits: dict[str, int], cgroup: str | None) -> list[str]:
