@@ -38,7 +38,7 @@ from evaluator.errors import IsolationError
 log = logging.getLogger(__name__)
 
 UNSANDBOXED_FLAG = "--unsandboxed"
-NOT_IN_FORCE = "runner isolation not in force"
+NOT_IN_FORCE = sandbox.NOT_IN_FORCE
 SELF_TEST_SECONDS = 60.0  # the whole self-test; past it, isolation is not in force
 PROBE_LIMITS = sandbox.Limits(cpu_seconds=2, wall_seconds=5.0, memory_mb=512, processes=8,
                               file_size_mb=1, open_files=32, tmpfs_mb=8, output_bytes=256 * 1024,
@@ -112,15 +112,6 @@ def add_flag(parser) -> None:
                              "code can read your files and environment and use your network")
 
 
-def require_for(benchmarks, flag: str | None = UNSANDBOXED_FLAG) -> Isolation | None:
-    """`require` when any of `benchmarks` (names) runs code a model wrote; else None."""
-    from evaluator.benchmarks import BENCHMARK_REGISTRY
-
-    if any(getattr(BENCHMARK_REGISTRY.get(name), "runs_code", True) for name in benchmarks):
-        return require(flag)
-    return None
-
-
 @contextlib.contextmanager
 def unsandboxed(allowed: bool = True) -> Iterator[None]:
     """The explicit opt-in (`--unsandboxed`): within, grade with rlimits only where
@@ -158,8 +149,14 @@ def require(flag: str | None = UNSANDBOXED_FLAG) -> Isolation:
 
 
 def grading_mode() -> str:
-    """The sandbox a run gets by default: bubblewrap, or rlimits under the opt-in."""
-    return sandbox.BUBBLEWRAP if require().in_force else sandbox.RLIMITS
+    """The sandbox code a model wrote is graded in: bubblewrap where the self-test proved it,
+    rlimits under the opt-in, else IsolationError (the refusal names the opt-in)."""
+    found = current()
+    if found.in_force:
+        return sandbox.BUBBLEWRAP
+    if found.unsandboxed:
+        return sandbox.RLIMITS
+    raise IsolationError(refusal(found, UNSANDBOXED_FLAG))
 
 
 def refusal(found: Isolation, flag: str | None) -> str:
@@ -292,8 +289,9 @@ def _probe_checks(run: Callable[..., sandbox.RunResult], caps: str) -> list[Chec
 def _canary() -> Iterator[tuple[str, str, subprocess.Popen]]:
     """A process of this user holding a fake secret, as a shell holding the real one would."""
     token, marker = secrets.token_hex(16), f"tinyrouter-canary-{secrets.token_hex(8)}"
-    proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", "import time; time.sleep(120)",
-                             marker], env={"PATH": "/usr/bin:/bin", "TINYROUTER_CANARY": token},
+    wait = f"import time; time.sleep({SELF_TEST_SECONDS})"  # gone by then even if abandoned
+    proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", wait, marker],
+                            env={"PATH": "/usr/bin:/bin", "TINYROUTER_CANARY": token},
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:

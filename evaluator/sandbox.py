@@ -104,6 +104,7 @@ SANDBOX_DIR = "/sandbox"
 SANDBOX_HOSTNAME = "sandbox"
 CGROUP_NAME = "tinyrouter-sandbox"
 CGROUP_DRAIN_SECONDS = 2.0
+NOT_IN_FORCE = "runner isolation not in force"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,11 +217,11 @@ def run_each(source: str, runs: Sequence[Run], limits: Limits = DEFAULT_LIMITS,
     return [dataclasses.replace(result, isolation=mode, caps=caps) for result in results]
 
 
-def runs_share_a_sandbox() -> bool:
-    """Whether `run_each` works here under the isolation grading gets: its runner needs
+def runs_share_a_sandbox(isolation: str | None = None) -> bool:
+    """Whether `run_each` works here under `isolation` (default: bubblewrap): its runner needs
     bubblewrap's `--as-pid-1`, which older releases lack. When it does not, graders start a
     sandbox per run instead (said once)."""
-    return _runs_share(_graded_mode())
+    return _runs_share(isolation or _default_mode())
 
 
 @functools.lru_cache(maxsize=2)
@@ -321,7 +322,7 @@ def _sandboxed(files: dict[str, str], entry: str, limits: Limits, isolation: str
     `runs` set: the entry is the runner, as pid 1 of its own pid namespace under bubblewrap,
     with CPU time for all the runs and room for itself beside each run's processes.
     """
-    mode = isolation or _graded_mode()
+    mode = isolation or _default_mode()
     if mode not in (BUBBLEWRAP, RLIMITS):
         raise ValueError(f"unknown isolation {mode!r}")
     caps = caps_available()
@@ -997,12 +998,13 @@ def bwrap_as_root() -> bool:
     return _VARIANT["bwrap_as_root"]
 
 
-def _graded_mode() -> str:
-    """The isolation a run gets when its caller names none: bubblewrap once the self-test has
-    passed; rlimits only where unsandboxed grading was asked for; else IsolationError."""
-    from evaluator import isolation  # the self-test runs sandboxes of its own
-
-    return isolation.grading_mode()
+def _default_mode() -> str:
+    """The isolation of a run whose caller names none: bubblewrap where it starts, else
+    IsolationError (rlimits alone only when asked for by name; `evaluator.isolation` proves
+    bubblewrap with hostile probes and decides what grading asks for)."""
+    if _probe() == BUBBLEWRAP:
+        return BUBBLEWRAP
+    raise IsolationError(f"{NOT_IN_FORCE}: {probe_failure()}")
 
 
 INTERPRETER_PATHS = """

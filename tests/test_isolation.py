@@ -331,7 +331,8 @@ def test_the_attack_meets_a_refusal_where_bwrap_cannot_start(shared, command):
             "seal": ["seal", "--source", "demo", "--out-dir", "sealed", "--pool-url",
                      "http://127.0.0.1:9", "--manifest", "repo/leaderboard/manifest.json"],
             "evaluate": ["evaluate", "--repo", "repo", "--submission", "submissions/eve/1",
-                         "--benchmark-dir", "sealed", "--out", "result.json"],
+                         "--benchmark-dir", "sealed", "--out", "result.json",
+                         "--private-out", "private.json"],
         }[command]
         secrets = {"SECRET_PASSWORD": "never-leaks", "BENCHMARK_PASSWORD": "SECRET_pw-0123456789",
                    "BENCHMARK_SEED": "SECRET_seed-0123456789", "OPENROUTER_API_KEY": "SECRET_key"}

@@ -335,12 +335,14 @@ def test_without_bubblewrap_grading_refuses_unless_asked_and_says_why_once(monke
     isolation.verified.cache_clear()
     try:
         with caplog.at_level("WARNING", logger="evaluator.sandbox"):
+            with pytest.raises(IsolationError, match="not in force: bwrap is not installed"):
+                run_program("print(1)", "", FAST)  # no isolation named: never rlimits
             with pytest.raises(IsolationError, match=r"bwrap is not installed.*Fix: install "
                                                      r"bubblewrap"):
-                run_program("print(1)", "", FAST)
+                isolation.grading_mode()
             with isolation.unsandboxed():
-                first = run_program("print(2)", "", FAST)
-                second = run_program("print(3)", "", FAST)
+                first = run_program("print(2)", "", FAST, isolation.grading_mode())
+                second = run_program("print(3)", "", FAST, isolation.grading_mode())
     finally:
         sandbox._probe_outcome.cache_clear()
         isolation.verified.cache_clear()

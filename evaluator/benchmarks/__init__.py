@@ -25,6 +25,11 @@ def get_benchmark(name: str) -> Benchmark:
                              f"{', '.join(BENCHMARK_REGISTRY)}") from None
 
 
+def runs_code(names: list[str]) -> bool:
+    """Whether grading any of these benchmarks runs code a model wrote (in the sandbox)."""
+    return any(BENCHMARK_REGISTRY[name].runs_code for name in names if name in BENCHMARK_REGISTRY)
+
+
 def grade_batch(cases: list[Any], workers: int | None = None) -> list[Grade]:
     """Grade `{"benchmark", "response", "reference"}` cases, in order; a bad case is wrong
     with an error, never an exception. Code cases run in parallel, bounded by cores."""
@@ -58,4 +63,4 @@ def _case_problem(case: Any) -> str | None:
     return None
 
 
-__all__ = ["BENCHMARK_REGISTRY", "Benchmark", "Grade", "get_benchmark", "grade_batch"]
+__all__ = ["BENCHMARK_REGISTRY", "Benchmark", "Grade", "get_benchmark", "grade_batch", "runs_code"]

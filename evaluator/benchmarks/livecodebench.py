@@ -17,7 +17,7 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from evaluator import sandbox
+from evaluator import isolation, sandbox
 from evaluator.benchmarks import datasets
 from evaluator.benchmarks.base import Benchmark, Grade
 from evaluator.errors import BenchmarkError
@@ -124,10 +124,11 @@ class LiveCodeBench(Benchmark):
     def verdicts(self, program: str, tests: list[dict[str, str]], fn_name: str | None
                  ) -> list[str | None]:
         """Why the program fails each test, in order up to the first failure (None: passed)."""
-        if self.sandbox_per_test or not sandbox.runs_share_a_sandbox():
+        mode = isolation.grading_mode()  # proven here, or the explicit opt-in; else refused
+        if self.sandbox_per_test or not sandbox.runs_share_a_sandbox(mode):
             found: list[str | None] = []
             for test in tests:
-                found.append(self.run_test(program, test, fn_name))
+                found.append(self.run_test(program, test, fn_name, mode))
                 if found[-1]:
                     break
             return found
@@ -139,15 +140,17 @@ class LiveCodeBench(Benchmark):
             found.append(verdict(tests[len(found)], result))
             return found[-1] is not None
 
-        sandbox.run_each(program, runs, self.limits, stop=failed)
+        sandbox.run_each(program, runs, self.limits, mode, stop=failed)
         return found
 
-    def run_test(self, program: str, test: dict[str, str], fn_name: str | None) -> str | None:
+    def run_test(self, program: str, test: dict[str, str], fn_name: str | None,
+                 mode: str | None = None) -> str | None:
         """Why the program fails this test in a sandbox of its own, or None when it passes."""
+        mode = mode or isolation.grading_mode()
         if test["testtype"] == FUNCTIONAL:
-            result = sandbox.call_function(program, fn_name, test["input"], self.limits)
+            result = sandbox.call_function(program, fn_name, test["input"], self.limits, mode)
         else:
-            result = sandbox.run_program(program, test["input"], self.limits)
+            result = sandbox.run_program(program, test["input"], self.limits, mode)
         return verdict(test, result)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from evaluator import isolation
+from evaluator.benchmarks import runs_code
 from evaluator.benchmarks.sealing import load_manifest
 from evaluator.benchmarks.splits import public_items
 from evaluator.collect import collect_training, pool_client_factory
@@ -61,9 +62,8 @@ def run(args: argparse.Namespace) -> int:
                          f"{', '.join(rules.benchmarks)}")
     if args.limit is not None and args.limit < 1:
         raise UsageError("--limit must be at least 1")
-    found = isolation.require_for([args.benchmark])  # before the API key is read
-    if found is not None:
-        print(f"isolation: {found.describe()}")
+    if runs_code([args.benchmark]):  # before the API key is read
+        print(f"isolation: {isolation.require().describe()}")
     items = train_items(args.benchmark, Path(args.repo), args.source, args.limit, rules)
     out = Path(args.out)
     path = data_path(out, args.benchmark)

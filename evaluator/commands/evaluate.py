@@ -8,7 +8,7 @@ import os
 from contextlib import nullcontext
 from pathlib import Path
 
-from evaluator import isolation
+from evaluator import isolation, vault
 from evaluator.commands.output import annotate, append_summary, github_output, say, write_json_out
 from evaluator.commands.reports import headline, render_result
 from evaluator.errors import IsolationError, UsageError
@@ -66,8 +66,12 @@ def records_dir(relpath: str, pr: int | None) -> Path:
         os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state", "tinyrouter")
     login, generation = parse_submission_path(relpath) or ("unknown", 0)
     folder = Path(base, f"{login}-{generation}" + (f"-pr{pr}" if pr else ""))
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    folder.chmod(0o700)
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder.chmod(0o700)
+    except OSError as exc:
+        raise UsageError(f"cannot keep the records in {folder} ({exc}): set {PRIVATE_DIR_ENV} "
+                         "or pass --out and --private-out") from exc
     return folder
 
 
@@ -133,10 +137,12 @@ def evaluate_held(args: argparse.Namespace, relpath: str, changes: list | None) 
     from evaluator.benchmarks.sealing import open_train_items, open_verified, password_from_env
     from evaluator.coordinator.router import load_router
     from evaluator.evaluate import evaluate_submission
+    from evaluator.pool.client import API_KEY_ENV
     from evaluator.pool.runner import pool_runner
 
     rules = args.rules
     password = password_from_env()
+    vault.take(API_KEY_ENV)  # out of the environment now, before anything else starts
     manifest = Store(args.repo).manifest()
     if manifest is None:
         raise UsageError(f"{args.repo} has no leaderboard/manifest.json to check the sealed "

@@ -10,6 +10,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from evaluator import isolation
+from evaluator.benchmarks import runs_code
 from evaluator.benchmarks.sealing import (
     DIR_ENV,
     OFFICIAL_KDF,
@@ -104,9 +105,8 @@ def run_seal(args: argparse.Namespace) -> int:
     rules: Competition = args.rules
     out_dir = _directory(args.out_dir, "--out-dir")
     benchmarks = _benchmarks(args.benchmarks, rules)
-    found = isolation.require_for(benchmarks, flag=None)  # before any secret is read
-    if found is not None:
-        print(f"isolation: {found.describe()}")
+    if runs_code(benchmarks):  # before any secret is read
+        print(f"isolation: {isolation.require(flag=None).describe()}")
     password, seed = password_from_env(new=True), seed_from_env()
     existing = [sealed_path(out_dir, b, s) for b in benchmarks for s in SPLITS
                 if sealed_path(out_dir, b, s).exists()]

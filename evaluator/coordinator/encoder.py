@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,11 +190,14 @@ def load_encoder(id_or_path: str, rules: Competition, device: str | None = None)
     return Encoder(model.to(device), tokenizer, rules)
 
 
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+", re.ASCII)
+
+
 def encoder_revision(id_or_path: str) -> str | None:
     """The pinned hub commit of a hub id (None for a local folder); a hub id without a pin is
     refused, as an unpinned dataset is."""
-    if Path(id_or_path).is_dir():
-        return None
+    if Path(id_or_path).is_dir() or not HUB_ID.fullmatch(id_or_path):
+        return None  # a folder, or no hub id (then loading it says it cannot)
     if id_or_path not in ENCODER_REVISIONS:
         raise EncoderError(f"the encoder {id_or_path!r} is neither a local folder nor a hub id "
                            f"with a pinned revision ({', '.join(ENCODER_REVISIONS)})")

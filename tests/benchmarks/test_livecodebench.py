@@ -238,7 +238,7 @@ def test_where_the_per_program_runner_cannot_start_each_test_gets_a_sandbox(monk
 
     assert sandbox.runs_share_a_sandbox()  # this machine's sandbox runs it
     started = []
-    monkeypatch.setattr(sandbox, "runs_share_a_sandbox", lambda: False)
+    monkeypatch.setattr(sandbox, "runs_share_a_sandbox", lambda mode=None: False)
     monkeypatch.setattr(sandbox, "run_each", lambda *a, **k: started.append("shared") or [])
     real = sandbox.run_program
     monkeypatch.setattr(sandbox, "run_program", lambda *a, **k: started.append("own")

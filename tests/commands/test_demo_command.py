@@ -137,3 +137,11 @@ def test_summary_explains_a_king_crowned_after_the_first_miner_was_rejected(tmp_
         "bob": {"outcome": "king", "delta": None}})
     assert why(ws) == ("alice was rejected: gate 5 (overfit): on mmlu ...; bob was crowned, "
                        "the first to pass every check.")
+
+
+def test_the_results_record_the_isolation_their_code_was_graded_under(demo):
+    from evaluator import isolation
+
+    for miner in ("alice", "bob"):
+        record = read(demo / "repo" / "leaderboard" / "results" / miner / "1.json")
+        assert record["isolation"] == isolation.current().describe()
