@@ -231,7 +231,7 @@ def lift_alices_pending_head(world, make_submission):
     Store(world["repo"]).record_attempt(Attempt(
         miner="alice", generation=1, pr=1, head_sha="a" * 40, at="2026-11-28T10:00:00Z",
         weights_sha256=sha256_file(alice.folder / "weights.safetensors"), gates_passed=True,
-        fingerprint=encode_fingerprint(fingerprint(alice.weights[0], 3))))
+        fingerprint=encode_fingerprint(fingerprint(alice.weights[0], 3), 3)))
     head = alice.weights[0].copy()
     head[:3, 5] += np.array([1.0, -1.0, 0.0], np.float32)
     assert fingerprint(head, 3) @ fingerprint(alice.weights[0], 3) < RULES.duplicate_cosine
