@@ -16,7 +16,9 @@ Layout, relative to the repository root:
 `LeaderboardError` naming it. `Store(..., lenient=True)` is the site's display mode: files
 must still be JSON objects, but their fields are read loosely, so a page can show what a
 file holds. Writes are atomic (state files) or one fsynced line (the attempts log, the
-queue events).
+queue events), and each record is checked against its schema as it is written; the gates
+read the attempts log leniently on that account (a season's log is thousands of lines),
+and `tinyrouter leaderboard validate` checks every file.
 """
 
 from __future__ import annotations
@@ -88,9 +90,14 @@ def schema(kind: str) -> dict:
     return _registry().contents(f"https://tinyrouter.invalid/schemas/{SCHEMA_FILES[kind]}")
 
 
+@cache
+def _validator(kind: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema(kind), registry=_registry())
+
+
 def validate(kind: str, data: Any, where: str = "") -> None:
     """Raise LeaderboardError naming the first field that breaks the `kind` schema."""
-    validator = jsonschema.Draft202012Validator(schema(kind), registry=_registry())
+    validator = _validator(kind)
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is not None:
         at = "/".join(str(p) for p in error.absolute_path) or "(top level)"
@@ -248,8 +255,14 @@ class Store:
                                               r.generation), reverse=True)
 
     def refunded_heads(self) -> frozenset[str]:
-        """Heads whose latest evaluation was void (see records.refunded_heads)."""
-        return refunded_heads(self.results())
+        """Heads whose latest evaluation was void (see records.refunded_heads). Only the
+        submissions with a void evaluation are read (their files are named so), not the
+        season's every result."""
+        folder, paths = self.root / RESULTS_DIR, set()
+        for void in folder.glob(f"*/*.{VOID}.*.json"):
+            generation = void.name.split(".")[0]
+            paths.update(void.parent.glob(f"{generation}.*json"))
+        return refunded_heads(self.result(path) for path in sorted(paths))
 
     def decided(self, pr: int | None, head_sha: str | None) -> Result | None:
         """The decisive result of this PR at this head (not void, not stale), if there is one."""
@@ -290,6 +303,7 @@ class Store:
         """
         if any((a.pr, a.head_sha) == (attempt.pr, attempt.head_sha) for a in self.attempts()):
             return False
+        validate("attempt", attempt.to_dict(), f"the attempt of PR {attempt.pr}")
         try:
             append_line(self.file(ATTEMPTS_FILE), dumps_line(attempt.to_dict()))
         except OSError as exc:
@@ -308,16 +322,19 @@ class Store:
         """Write a public result record (already cut down by the disclosure rule)."""
         path = self.result_path(str(public["miner"]), int(public["generation"]),
                                 public.get("outcome"), public.get("evaluated_at"))
+        validate("result", public, self.relative(path))
         write_atomic(path, dumps(public))
         return path
 
     def write_king(self, king: King | None) -> None:
-        write_atomic(self.file(KING_FILE), dumps(
-            {"format": FORMAT_VERSION, "king": None if king is None else king.to_dict()}))
+        data = {"format": FORMAT_VERSION, "king": None if king is None else king.to_dict()}
+        validate("king", data, f"{LEADERBOARD_DIR}/{KING_FILE}")
+        write_atomic(self.file(KING_FILE), dumps(data))
 
     def write_history(self, kings: list[Crowning]) -> None:
-        write_atomic(self.file(HISTORY_FILE), dumps(
-            {"format": FORMAT_VERSION, "kings": [k.to_dict() for k in kings]}))
+        data = {"format": FORMAT_VERSION, "kings": [k.to_dict() for k in kings]}
+        validate("history", data, f"{LEADERBOARD_DIR}/{HISTORY_FILE}")
+        write_atomic(self.file(HISTORY_FILE), dumps(data))
 
 
 def _sort_time(value: Any) -> float:
