@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -43,17 +45,19 @@ from evaluator.site.markup import (
     safe_label,
 )
 from evaluator.site.queue import build_queue
-from evaluator.site.state import LeaderboardState
+from evaluator.site.state import LeaderboardState, MinerSummary
 from evaluator.site.verdicts import Entry, closest, entries
 from evaluator.templating import environment
 
+EVALUATIONS_PER_PAGE = 100  # rows of each Evaluations page; older verdicts on the next ones
+MINERS_LISTED = 100  # rows of the Miners page; every miner is a search away (miners.json)
+MINERS_JSON = "miners.json"
 CHART_URI = "assets/charts/history.svg"
 COST_CHART_URI = "assets/charts/cost.svg"
 FAIRNESS_CHART_URI = "assets/charts/fairness.svg"
 DOWNLOADS_DIR = "downloads"
 PAGES = (  # (page, template): the fixed generated pages
     ("history.md", "history.md.j2"),
-    ("evaluations.md", "evaluations.md.j2"),
     ("queue.md", "queue.md.j2"),
     ("miners/index.md", "miners.md.j2"),
     ("benchmarks.md", "benchmarks.md.j2"),
@@ -92,10 +96,25 @@ def _link(ctx: Any, target: str) -> Markup:
     return Markup(posixpath.relpath(target, here))
 
 
+def miner_query(name: Any) -> str:
+    """The Miners page's address for a miner without a page: its search, given the miner."""
+    return f"miners/index.md?miner={quote(miner_id(name), safe='')}"
+
+
+def evaluations_uri(page: int) -> str:
+    """`evaluations.md`, then `evaluations/2.md`, … for older verdicts."""
+    return "evaluations.md" if page == 1 else f"evaluations/{page}.md"
+
+
 @pass_context
 def _miner_link(ctx: Any, name: Any) -> Markup:
+    """A miner's page where they have one, else their entry in the Miners page's search."""
     shown = ctx["display_name"](name)
-    return Markup(f"[{md_text(shown)}]({_link(ctx, miner_uri(name))})")
+    if ctx["has_page"](name):
+        return Markup(f"[{md_text(shown)}]({_link(ctx, miner_uri(name))})")
+    here = posixpath.dirname(ctx["page_uri"]) or "."
+    return Markup(f"[{md_text(shown)}]({posixpath.relpath('miners/index.md', here)}"
+                  f"{miner_query(name).removeprefix('miners/index.md')})")
 
 
 def _profile_link(name: Any) -> Markup:
@@ -181,7 +200,8 @@ def make_environment(rules: Competition, repo_url: str | None) -> Environment:
                        chart_uri=CHART_URI, cost_chart_uri=COST_CHART_URI,
                        fairness_chart_uri=FAIRNESS_CHART_URI,
                        downloads=DOWNLOADS_DIR, no_scores=NO_SCORES,
-                       display_name=lambda name: name,
+                       display_name=lambda name: name, has_page=lambda name: True,
+                       miners_json=f"{DOWNLOADS_DIR}/{MINERS_JSON}",
                        explain=lambda record: explain(record, rules),
                        reign_why=lambda reign: explain(reign_record(reign), rules))
     return env
@@ -246,8 +266,10 @@ def _charts(state: LeaderboardState, rules: Competition, now: datetime, line: li
 def _state_globals(env: Environment, state: LeaderboardState, line: list[Reign]) -> None:
     """What templates look up per record: a miner's shown name, a result's badge and reign."""
     names = state.display_names()
+    paged = {m.id for m in paged_miners(state)}
     by_key = {(miner_id(r.king.miner), r.king.generation): r for r in line}
     env.globals.update(display_name=lambda name: names.get(miner_id(name), name),
+                       has_page=lambda name: miner_id(name) in paged,
                        reign_for=lambda r: by_key.get((miner_id(r.miner), r.generation)))
     env.filters["badge"] = _badge_filter(state.king.key if state.king else None)
 
@@ -257,6 +279,53 @@ def page_url(uri: str) -> str:
     path = uri.removesuffix(".md")
     path = path.removesuffix("index") if path.endswith("/index") or path == "index" else path + "/"
     return quote(path)
+
+
+def paged_miners(state: LeaderboardState) -> list[MinerSummary]:
+    """The miners with a page of their own: those ever crowned (their breakdowns and router
+    cards). Everyone else's record is in the Miners page's search and the downloads, so the
+    build does not grow by a page with every loser."""
+    return [m for m in state.miners() if m.crowns]
+
+
+def listed_miners(state: LeaderboardState, closest_of: Any) -> list[MinerSummary]:
+    """The Miners page's table: most crowns, then closest to the crown, then latest active."""
+    def rank(miner: MinerSummary) -> tuple:
+        near = closest_of(miner)
+        return (miner.crowns, near.why.delta if near else float("-inf"),
+                miner.last_activity or "")
+    return sorted(state.miners(), key=rank, reverse=True)[:MINERS_LISTED]
+
+
+def miners_json(state: LeaderboardState, names: dict[str, str],
+                by_miner: dict[str, list[Entry]]) -> str:
+    """Every miner's record for the Miners page's search: the counts its table shows, each
+    verdict as the Evaluations page explains it, and the page (relative to the site's root)
+    where there is one."""
+    paged = {m.id for m in paged_miners(state)}
+    rows = [{"id": m.id, "name": names.get(m.id, m.name), "attempts": len(m.attempts),
+             "evaluated": len(m.results), "crowns": m.crowns, "last_activity": m.last_activity,
+             "page": page_url(miner_uri(m.name)) if m.id in paged else None,
+             "verdicts": [{"when": e.when, "generation": e.generation, "pr": e.pr,
+                           "outcome": e.why.outcome, "composite": e.why.composite,
+                           "delta": e.why.delta, "places": e.why.places, "why": e.why.sentence}
+                          for e in by_miner.get(m.id, [])]}
+            for m in state.miners()]
+    return json.dumps({"format": 1, "miners": rows}, sort_keys=True, separators=(",", ":"))
+
+
+def _evaluation_pages(env: Environment, common: dict[str, Any], content: SiteContent) -> None:
+    """Evaluations, newest first, EVALUATIONS_PER_PAGE verdicts to a page."""
+    verdicts = common["entries"]
+    count = max(1, math.ceil(len(verdicts) / EVALUATIONS_PER_PAGE))
+    template = env.get_template("site/evaluations.md.j2")
+    for page in range(1, count + 1):
+        uri = evaluations_uri(page)
+        rows = verdicts[(page - 1) * EVALUATIONS_PER_PAGE:page * EVALUATIONS_PER_PAGE]
+        pager = {"page": page, "pages": count, "total": len(verdicts),
+                 "newer": evaluations_uri(page - 1) if page > 1 else None,
+                 "older": evaluations_uri(page + 1) if page < count else None}
+        content.pages[uri] = template.render(common, page_uri=uri, entries=rows, pager=pager)
 
 
 def generate(state: LeaderboardState, rules: Competition, repo_url: str | None = None,
@@ -294,13 +363,16 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
               "pool_models": pool_models, "roles": list(ROLES),
               "queue": build_queue(state, rules, now), "built_at": format_time(now),
               "rewards": _rewards(rewards), "demo": demo,
-              "site_url": base_url, "feed_uri": FEED_URI, "badge_uri": BADGE_URI}
+              "site_url": base_url, "feed_uri": FEED_URI, "badge_uri": BADGE_URI,
+              "listed_miners": listed_miners(state, env.globals["closest_of"])}
     for uri, template in PAGES:
         content.pages[uri] = env.get_template(f"site/{template}").render(common, page_uri=uri)
+    _evaluation_pages(env, common, content)
     for key, template in FRAGMENTS.items():
         content.fragments[key] = env.get_template(f"site/{template}").render(
             common, page_uri=FRAGMENT_PAGES.get(key, "index.md"))
-    for miner in miners:
+    paged = paged_miners(state)
+    for miner in paged:
         uri = miner_uri(miner.name)
         own = by_miner.get(miner.id, [])
         content.pages[uri] = env.get_template("site/miner.md.j2").render(
@@ -313,14 +385,20 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
             has_mix_chart=reign.chart_uri in content.assets,
             title=safe_label(names.get(miner_id(reign.king.miner), reign.king.miner)))
     by_reign = {(miner_id(r.king.miner), r.king.generation): r.uri for r in line}
+    with_page = {m.id for m in paged}
 
     def page_of(entry: Entry) -> str:
         key = (miner_id(entry.miner), entry.generation)
-        crowned = entry.why.outcome == KING and key in by_reign
-        return page_url(by_reign[key] if crowned else miner_uri(entry.miner))
+        if entry.why.outcome == KING and key in by_reign:
+            return page_url(by_reign[key])
+        if miner_id(entry.miner) in with_page:
+            return page_url(miner_uri(entry.miner))
+        return page_url("miners/index.md") + miner_query(entry.miner).removeprefix(
+            "miners/index.md")
 
     content.assets[FEED_URI] = atom_feed(verdicts, base_url, now, page_of, names)
     content.assets[BADGE_URI] = king_badge(state.king, names)
     for name, text in download_files(state, rules, points).items():
         content.assets[f"{DOWNLOADS_DIR}/{name}"] = text
+    content.assets[f"{DOWNLOADS_DIR}/{MINERS_JSON}"] = miners_json(state, names, by_miner)
     return content

@@ -60,6 +60,22 @@ def _same_head(attempt: Attempt, record: Any) -> bool:
         miner_id(attempt.miner), attempt.generation, attempt.pr)
 
 
+def _head(record: Any) -> tuple:
+    """What `_same_head` compares for an attempt with a head SHA, and for one without."""
+    if record.head_sha is not None:
+        return (record.pr, record.head_sha)
+    return (miner_id(record.miner), record.generation, record.pr)
+
+
+def _by_head(records: list[Any]) -> dict[tuple, list[Any]]:
+    """Records under both keys an attempt may look them up by (see `_same_head`)."""
+    found: dict[tuple, list[Any]] = {}
+    for record in records:
+        found.setdefault((record.pr, record.head_sha), []).append(record)
+        found.setdefault((miner_id(record.miner), record.generation, record.pr), []).append(record)
+    return found
+
+
 class _Event:
     """A queue event read loosely: the fields `_same_head` compares, and its time."""
 
@@ -107,11 +123,17 @@ def next_slots(attempts: list[Attempt], refunded: frozenset[str], rules: Competi
 
 def build_queue(state: LeaderboardState, rules: Competition, now: datetime) -> Queue:
     events = [_Event(e) for e in state.queue or [] if e.get("event") == EVALUATING_EVENT]
+    # records indexed by the head they are of, so a season's queue is one pass, not N²
+    results, by_event, by_pr = _by_head(state.results), _by_head(events), {}
+    for index, attempt in enumerate(state.attempts):
+        by_pr.setdefault(attempt.pr, []).append(index)
     entries = []
     for index, attempt in enumerate(state.attempts):
-        newer = next((a for a in state.attempts[index + 1:] if a.pr is not None
-                      and a.pr == attempt.pr and a.head_sha != attempt.head_sha), None)
-        entries.append(_entry(attempt, state.results, events, newer))
+        newer = next((state.attempts[i] for i in by_pr[attempt.pr] if i > index
+                      and attempt.pr is not None
+                      and state.attempts[i].head_sha != attempt.head_sha), None)
+        entries.append(_entry(attempt, results.get(_head(attempt), []),
+                              by_event.get(_head(attempt), []), newer))
     open_ = sorted((e for e in entries if e.open), key=lambda e: _time(e.attempt.at))
     settled = sorted((e for e in entries if not e.open), key=lambda e: _time(e.since),
                      reverse=True)

@@ -54,22 +54,37 @@ class LeaderboardState:
         return dict((self.manifest or {}).get("benchmarks") or {})
 
     def miners(self) -> list[MinerSummary]:
-        records: dict[str, list[tuple[float, str]]] = {}
-        for when, name in ([(r.evaluated_at, r.miner) for r in self.results]
-                           + [(a.at, a.miner) for a in self.attempts]
-                           + [(k.crowned_at, k.miner) for k in self.kings]):
-            records.setdefault(miner_id(name), []).append((_sort_time(when), name))
-        return [MinerSummary(
-            id=key,
-            name=max(seen, key=lambda pair: pair[0])[1],
-            attempts=[a for a in reversed(self.attempts) if miner_id(a.miner) == key],
-            results=[r for r in self.results if miner_id(r.miner) == key],
-            crowns=sum(1 for k in self.kings if miner_id(k.miner) == key),
-        ) for key, seen in sorted(records.items())]
+        """Every miner's summary, by id; grouped in one pass and kept (the state is frozen)."""
+        cached = self.__dict__.get("_miners")
+        if cached is None:
+            cached = _group_miners(self)
+            object.__setattr__(self, "_miners", cached)
+        return cached
 
     def display_names(self) -> dict[str, str]:
         """Miner id → the name to show for it."""
         return {m.id: m.name for m in self.miners()}
+
+
+def _group_miners(state: LeaderboardState) -> list[MinerSummary]:
+    records: dict[str, list[tuple[float, str]]] = {}
+    attempts: dict[str, list[Attempt]] = {}
+    results: dict[str, list[Result]] = {}
+    crowns: dict[str, int] = {}
+    for when, name in ([(r.evaluated_at, r.miner) for r in state.results]
+                       + [(a.at, a.miner) for a in state.attempts]
+                       + [(k.crowned_at, k.miner) for k in state.kings]):
+        records.setdefault(miner_id(name), []).append((_sort_time(when), name))
+    for attempt in reversed(state.attempts):
+        attempts.setdefault(miner_id(attempt.miner), []).append(attempt)
+    for result in state.results:
+        results.setdefault(miner_id(result.miner), []).append(result)
+    for king in state.kings:
+        crowns[miner_id(king.miner)] = crowns.get(miner_id(king.miner), 0) + 1
+    return [MinerSummary(id=key, name=max(seen, key=lambda pair: pair[0])[1],
+                         attempts=attempts.get(key, []), results=results.get(key, []),
+                         crowns=crowns.get(key, 0))
+            for key, seen in sorted(records.items())]
 
 
 def _sort_time(value: Any) -> float:

@@ -170,9 +170,24 @@ def test_long_names_stay_inside_the_screen(servers, visitor):
     page = guest.visit("queue/")
     assert page.get_by_text(LONG_NAME, exact=True).count() >= 1
     guest.check("busy-queue-long-name")
-    page = guest.visit(f"miners/{quote('@' + LONG_NAME)}/")
-    assert LONG_NAME in page.locator("article h1").inner_text()
+    page = guest.visit(f"miners/?miner={quote(LONG_NAME)}")
+    assert page.locator("#tr-miner-found h3").first.inner_text() == LONG_NAME
+    assert "1 miner(s) match" in page.locator("#tr-miner-status").inner_text()
     guest.check("busy-miner-long-name")
+
+
+def test_the_miners_search_finds_a_miner_without_a_page(servers, visitor):
+    guest = visitor("busy", "dark", "desktop")
+    page = guest.visit("miners/")
+    page.locator("#tr-miner-query").fill("iva")
+    found = page.locator("#tr-miner-found")
+    found.locator("h3").first.wait_for()
+    assert found.locator("h3").first.inner_text() == "ivan"
+    assert [cell.inner_text() for cell in found.locator("tr td:nth-child(4)").all()] == [
+        "lost", "void"]
+    page.locator("#tr-miner-query").fill("<img src=x onerror=alert(1)>")
+    assert found.locator("h3").first.inner_text() == "<img src=x onerror=alert(1)>"
+    guest.check("busy-miners-search")
 
 
 @pytest.mark.parametrize(("path", "says"), [

@@ -25,6 +25,7 @@ from evaluator.errors import SiteBuildError
 from evaluator.rules import OFFICIAL
 from evaluator.site import build_site
 from evaluator.site.follow import FEED_ENTRIES
+from evaluator.site.markup import miner_id, miner_slug
 
 pytestmark = pytest.mark.slow  # every MkDocs build takes a few seconds
 
@@ -103,10 +104,12 @@ def test_every_verdict_explains_itself_on_every_page_and_download(built_sites):
     assert "rejected at gate 3" in page and "Rejected at gate 3 (duplicate)" in page
     for why in rows["why"]:
         assert why in page
+    found = {m["id"]: m for m in json.loads((site / "downloads/miners.json").read_text())[
+        "miners"]}  # what the Miners page's search shows of a miner without a page
     for miner, says in (("oscar", "Rejected at gate 3 (duplicate)"),
                         ("mallory", "Rejected: [x](javascript:alert(1))"),
                         ("ivan", "Void: the pool failed on 4 of 60")):
-        assert says in text_of(site / f"miners/@{miner}/index.html")
+        assert any(says in v["why"] for v in found[miner]["verdicts"])
 
 
 def test_the_fairness_page_shows_the_figures_and_what_each_rule_buys(built_sites):
@@ -134,15 +137,43 @@ def test_a_fairness_file_that_breaks_its_schema_is_left_out(tmp_path, make_state
     assert "leaves the figures out" in caplog.text
 
 
-def test_one_page_per_miner_reachable_from_the_miners_page(built_sites):
+def test_kings_have_pages_and_every_miner_is_found_by_the_search(built_sites):
     site = built_sites["busy"]
     data = json.loads((site / "downloads/leaderboard.json").read_text())
+    found = json.loads((site / "downloads/miners.json").read_text())["miners"]
     index = (site / "miners/index.html").read_text(encoding="utf-8")
-    names = {r["miner"] for r in data["results"] + data["attempts"]}
-    pages = [p for p in (site / "miners").iterdir() if p.is_dir()]
-    assert len(pages) == len(names) == 16
+    names = {miner_id(r["miner"]) for r in data["results"] + data["attempts"]}
+    assert {m["id"] for m in found} == names and len(names) == 16
+    kings = {miner_slug(k["miner"]) for k in data["history"]}
+    pages = {p.name for p in (site / "miners").iterdir() if p.is_dir()}
+    assert pages == kings and {m["page"] for m in found if m["page"]} == {
+        f"miners/{quote(page)}/" for page in pages}
     for page in pages:
-        assert f'href="{quote(page.name)}/"' in index
+        assert f'href="{quote(page)}/"' in index
+    ivan = next(m for m in found if m["id"] == "ivan")
+    assert ivan["page"] is None and [v["outcome"] for v in ivan["verdicts"]] == ["lost", "void"]
+    evaluations = (site / "evaluations/index.html").read_text(encoding="utf-8")
+    assert 'href="../miners/?miner=ivan"' in evaluations
+
+
+def test_evaluations_are_paged_newest_first(tmp_path, monkeypatch):
+    from conftest import Board
+
+    from evaluator.site import pages
+
+    monkeypatch.setattr(pages, "EVALUATIONS_PER_PAGE", 2)
+    board = Board(tmp_path / "leaderboard")
+    board.submit("alice", 1, 0, "king", 0.6)
+    for day, miner in enumerate(["bob", "carol", "dave", "erin"], start=1):
+        board.submit(miner, 1, day, "lost", 0.5)
+    site = build_site(tmp_path / "public", board.save(), OFFICIAL)
+    first, second, third = (article_of(site / path) for path in (
+        "evaluations/index.html", "evaluations/2/index.html", "evaluations/3/index.html"))
+    assert "5 verdicts, 2 on this page" in first and "erin" in first and "dave" in first
+    assert "Evaluations, page 2 of 3" in second and "carol" in second and "bob" in second
+    assert "alice" in third and "older" not in third and "erin" not in third
+    nav = (site / "index.html").read_text(encoding="utf-8")
+    assert "evaluations/2/" not in nav  # older pages are reached from the first, not the menu
 
 
 def test_hostile_text_is_shown_as_text_everywhere(built_sites, hostile):
@@ -368,9 +399,10 @@ def test_one_miner_whatever_the_case_and_no_login_can_shadow_a_page(tmp_path):
     board = Board(tmp_path / "leaderboard")
     board.submit("alice", 1, 0, "king", 0.6)
     board.submit("Bob", 1, 1, "lost", 0.55)
-    board.submit("BoB", 2, 2, "lost", 0.56)  # the most recent case GitHub reported
-    board.submit("index", 1, 3, "lost", 0.5)
-    board.submit("README", 1, 4, "rejected", reason="gate 5 (overfit)")
+    board.submit("BoB", 2, 2, "king", 0.63)  # the most recent case GitHub reported
+    board.submit("index", 1, 3, "king", 0.66)
+    board.submit("README", 1, 4, "king", 0.69)
+    board.submit("carol", 1, 5, "lost", 0.6)  # never crowned: found by the search, no page
     site = build_site(tmp_path / "public", board.save(), OFFICIAL)
     assert "Everyone who has submitted" in text_of(site / "miners/index.html")
     pages = sorted(p.name for p in (site / "miners").iterdir() if p.is_dir())
