@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 from xml.etree import ElementTree
 
 import markdown
@@ -469,7 +469,9 @@ def test_the_board_can_be_followed_by_feed_and_badge(built_sites):
     for entry, verdict in zip(entries, verdicts, strict=False):
         assert entry.findtext(f"{atom}summary") == verdict["why"]
         href = entry.find(f"{atom}link").get("href")
-        assert (site / unquote(href) / "index.html").is_file(), href  # relative without site_url
+        link = urlsplit(href)  # relative without site_url; a miner without a page: the search
+        assert (site / unquote(link.path) / "index.html").is_file(), href
+        assert link.query in ("", f"miner={quote(miner_id(verdict['miner']), safe='')}"), href
     badge = json.loads((site / "badge/king.json").read_text())
     king = json.loads((site / "downloads/leaderboard.json").read_text())["king"]
     assert badge["schemaVersion"] == 1 and badge["label"] and badge["color"]
