@@ -472,3 +472,19 @@ def test_apply_with_the_private_record_refuses_a_mismatch(repo, tmp_path, capsys
                  str(tmp_path / "p.json"), "--repo", str(repo)]) == 1
     assert "partition seed does not match" in capsys.readouterr().err
     assert not (repo / "leaderboard" / "king.json").exists()
+
+
+def test_validate_checks_named_results_alone_when_asked(repo, tmp_path, capsys):
+    from evaluator.cli import main
+
+    public, _ = evaluated()
+    (tmp_path / "r.json").write_text(json.dumps(public))
+    (repo / "leaderboard" / "king.json").write_text("not json")  # the state is not read
+    assert main(["leaderboard", "validate", "--results-only", str(tmp_path / "r.json"),
+                 "--repo", str(repo)]) == 0
+    assert "1 named result(s) valid" in capsys.readouterr().out
+    assert main(["leaderboard", "validate", str(tmp_path / "r.json"), "--repo", str(repo)]) == 1
+    (tmp_path / "r.json").write_text(json.dumps({**public, "composite": "high"}))
+    assert main(["leaderboard", "validate", "--results-only", str(tmp_path / "r.json"),
+                 "--repo", str(repo)]) == 1
+    assert main(["leaderboard", "validate", "--results-only", "--repo", str(repo)]) == 2
