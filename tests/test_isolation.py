@@ -253,7 +253,8 @@ BLOCKED = textwrap.dedent('''
         os.read(go[0], 1)
         if libc.mount(b"none", b"/", None, 0x4000 | 0x40000, None) != 0:  # MS_REC | MS_PRIVATE
             os._exit(91)
-        Path("/proc/sys/user/max_user_namespaces").write_text("0")
+        if os.environ.get("BLOCK_USERNS") == "1":
+            Path("/proc/sys/user/max_user_namespaces").write_text("0")
         # the interpreter must be reachable by nobody: re-show a folder hidden by a 0700 parent
         path = Path(os.path.realpath(sys.argv[1]))
         for parent in reversed(path.parents):
@@ -291,16 +292,18 @@ def shared(tmp_path):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def blocked_as_nobody(shared: Path, argv: list[str], env: dict[str, str]
+def blocked_as_nobody(shared: Path, argv: list[str], env: dict[str, str], block: bool = True
                       ) -> subprocess.CompletedProcess:
-    """`tinyrouter ARGV` as nobody, where bubblewrap cannot create a namespace."""
+    """`tinyrouter ARGV` as nobody, where bubblewrap cannot create a namespace (`block`), or
+    where it can, as the maintaining guide's unprivileged runner."""
     scratch = Path(tempfile.mkdtemp(prefix="tinyrouter-keep-"))
     try:
         return subprocess.run(
             [sys.executable, "-c", BLOCKED, sys.executable, str(scratch), "env", "-i",
              *(f"{k}={v}" for k, v in env.items()), f"PYTHONPATH={ROOT}", "PATH=/usr/bin:/bin",
              sys.executable, "-m", "evaluator", *argv],
-            capture_output=True, text=True, timeout=300, cwd=shared)
+            capture_output=True, text=True, timeout=300, cwd=shared,
+            env={**os.environ, "BLOCK_USERNS": "1" if block else "0"})
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -362,6 +365,18 @@ def test_the_opt_in_is_what_lets_the_attack_through(shared):
                                           "--unsandboxed"], {"SECRET_PASSWORD": "stolen"})
     assert json.loads(done.stdout.splitlines()[0])["correct"] is True, done.stderr
     assert heard == [b"SECRET_PASSWORD=stolen"]
+
+
+@needs_root
+def test_as_an_unprivileged_runner_with_working_bubblewrap_the_attack_sees_nothing(shared):
+    with listener() as (port, heard):
+        (shared / "answer.md").write_text(hostile_answer(port))
+        (shared / "reference.json").write_text(json.dumps(REFERENCE))
+        done = blocked_as_nobody(shared, ["grade", "livecodebench", "--reference",
+                                          "@reference.json", "--response-file", "answer.md"],
+                                 {"SECRET_PASSWORD": "never-leaks"}, block=False)
+    assert json.loads(done.stdout.splitlines()[0])["correct"] is True, done.stderr
+    assert heard == []
 
 
 @needs_bubblewrap
