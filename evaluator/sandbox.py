@@ -301,43 +301,45 @@ def bench_each(programs: int = 8, tests: int = 8, repeats: int = 5,
 
 
 def _run(files: dict[str, str], entry: str, stdin: str, limits: Limits,
-         isolation: str | None) -> RunResult:
+         isolation: str | None, as_root: bool | None = None) -> RunResult:
     def supervise(argv: list[str], cwd: str, fds: list[int], mode: str, caps: str
                   ) -> tuple[RunResult, bool]:
         result = _supervise(argv, cwd, stdin, limits, fds)
         ended_itself = not (result.timed_out or result.output_truncated)
         return result, mode == BUBBLEWRAP and ended_itself  # its pid namespace died before bwrap
 
-    result, mode, caps = _sandboxed(files, entry, limits, isolation, supervise)
+    result, mode, caps = _sandboxed(files, entry, limits, isolation, supervise, as_root=as_root)
     return dataclasses.replace(result, isolation=mode, caps=caps)
 
 
 def _sandboxed(files: dict[str, str], entry: str, limits: Limits, isolation: str | None,
-               supervise: Callable[..., tuple[Any, bool]], runs: int | None = None
-               ) -> tuple[Any, str, str]:
+               supervise: Callable[..., tuple[Any, bool]], runs: int | None = None,
+               as_root: bool | None = None) -> tuple[Any, str, str]:
     """`supervise(argv, cwd, fds, mode, caps)` on `entry` started in a fresh sandbox, and
     (what it returned, the isolation, the caps); nothing of the sandbox outlives it.
     `supervise` returns (its value, whether nothing of the run can be left: else a sweep).
 
     `runs` set: the entry is the runner, as pid 1 of its own pid namespace under bubblewrap,
     with CPU time for all the runs and room for itself beside each run's processes.
+    `as_root`: how bubblewrap runs (default: as the probe found; the probe tries both).
     """
     mode = isolation or _default_mode()
     if mode not in (BUBBLEWRAP, RLIMITS):
         raise ValueError(f"unknown isolation {mode!r}")
+    as_root = bwrap_as_root() if as_root is None and mode == BUBBLEWRAP else bool(as_root)
     caps = caps_available()
     rlimits = _rlimits(limits, caps) if runs is None else _runner_rlimits(limits, caps, mode, runs)
     extra = runs is not None and mode == RLIMITS  # under bwrap the runner takes its reaper's place
     pids = limits.processes + (_runner_processes(mode) if extra else 0)
     # In a user namespace of its own RLIMIT_NPROC counts the run's tasks only, if set inside;
     # outside, it counts every task of this user, and bubblewrap could not even start
-    userns = mode == BUBBLEWRAP and not _VARIANT["bwrap_as_root"]
+    userns = mode == BUBBLEWRAP and not as_root
     outside = {k: v for k, v in rlimits.items() if not (userns and k == "RLIMIT_NPROC")}
     rlimits, outside = _beside_own_tasks(rlimits, mode), _beside_own_tasks(outside, mode)
     inside = _launcher_argv(rlimits, None) if userns and runs is None else []
     with _slot() as uid, _run_cgroup(limits, pids) as cgroup, \
             _command(mode, files, entry, limits, uid, as_pid_1=runs is not None,
-                     inside=inside) as (argv, cwd, fds):
+                     inside=inside, as_root=as_root) as (argv, cwd, fds):
         # without a cgroup to join, the runner sets its own rlimits: a launcher less to start
         launcher = [] if runs is not None and cgroup is None else _launcher_argv(outside, cgroup)
         nothing_left = False
@@ -351,14 +353,14 @@ def _sandboxed(files: dict[str, str], entry: str, limits: Limits, isolation: str
 
 @contextlib.contextmanager
 def _command(mode: str, files: dict[str, str], entry: str, limits: Limits, uid: int,
-             as_pid_1: bool, inside: Sequence[str] = ()
+             as_pid_1: bool, inside: Sequence[str] = (), as_root: bool = False
              ) -> Iterator[tuple[list[str], str, list[int]]]:
     """(argv, cwd, fds to pass) starting `entry` among `files` under `mode`, as `uid`;
     `inside` runs first inside bubblewrap's namespaces (a launcher setting rlimits there)."""
     if mode == BUBBLEWRAP:  # the files travel as memfds: nothing of a temp folder shows inside
-        inner = [*(_drop_privileges(uid) if _VARIANT["bwrap_as_root"] else []), *inside]
-        argv, fds = _bubblewrap_argv(files, entry, limits, inner, as_pid_1)
-        if not _VARIANT["bwrap_as_root"]:
+        inner = [*(_drop_privileges(uid) if as_root else []), *inside]
+        argv, fds = _bubblewrap_argv(files, entry, limits, inner, as_pid_1, as_root)
+        if not as_root:
             argv = _drop_privileges(uid) + argv  # bwrap itself runs unprivileged, in a user namespace
         try:
             yield argv, "/", fds
@@ -484,7 +486,7 @@ def _request(run: Run) -> bytes:
 
 def _runner_processes(mode: str) -> int:
     """Processes the runner adds under the program's uid (unprivileged bwrap had its reaper)."""
-    return 0 if mode == BUBBLEWRAP and not _VARIANT["bwrap_as_root"] else 1
+    return 0 if mode == BUBBLEWRAP and not bwrap_as_root() else 1
 
 
 def _runner_rlimits(limits: Limits, caps: str, mode: str, runs: int) -> dict[str, int]:
@@ -681,7 +683,8 @@ def _remove_cgroup(group: Path) -> None:
 
 
 def _bubblewrap_argv(files: dict[str, str], entry: str, limits: Limits, inner: list[str],
-                     as_pid_1: bool = False) -> tuple[list[str], list[int]]:
+                     as_pid_1: bool = False, as_root: bool = False
+                     ) -> tuple[list[str], list[int]]:
     """bwrap's command line and the fds it reads: options, the program's files, the filter.
 
     Options travel in `--args` so /proc/1/cmdline inside shows none of them; `inner`
@@ -694,7 +697,7 @@ def _bubblewrap_argv(files: dict[str, str], entry: str, limits: Limits, inner: l
         return str(fds[-1])
 
     namespaces = (["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-                   "--unshare-cgroup-try"] if _VARIANT["bwrap_as_root"] else ["--unshare-all"])
+                   "--unshare-cgroup-try"] if as_root else ["--unshare-all"])
     namespaces += ["--as-pid-1"] if as_pid_1 else []  # the runner: no run can signal it
     options = [*namespaces, "--die-with-parent", "--new-session", "--hostname", SANDBOX_HOSTNAME,
                "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
@@ -960,42 +963,49 @@ class _slot:
             os.close(self.fd)  # closing releases the lock
 
 
-_VARIANT = {"bwrap_as_root": os.geteuid() == 0}
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    """What starting bubblewrap here found: the isolation it gives, whether bwrap runs as root
+    (the program then drops to a uid of its own) or unprivileged in a user namespace of its
+    own, and why it does not start ("" when it does)."""
+
+    mode: str
+    as_root: bool = False
+    failure: str = ""
 
 
 @functools.lru_cache(maxsize=1)
-def _probe_outcome() -> tuple[str, str]:
-    """(bubblewrap, "") when a trivial sandboxed run succeeds here; else (rlimits, why not)."""
+def probe() -> Probe:
+    """bubblewrap when a trivial sandboxed run succeeds here (as root first, when root);
+    otherwise rlimits and why not, said once."""
     reason = "bwrap is not installed"
     if shutil.which("bwrap") and (os.geteuid() != 0 or shutil.which("setpriv")):
         for as_root in (True, False) if os.geteuid() == 0 else (False,):
-            _VARIANT["bwrap_as_root"] = as_root
             try:
                 result = _run({PROGRAM_FILE: "print('ok')"}, PROGRAM_FILE, "", DEFAULT_LIMITS,
-                              BUBBLEWRAP)
+                              BUBBLEWRAP, as_root=as_root)
             except (OSError, subprocess.CalledProcessError, TinyRouterError) as exc:
                 reason = f"bwrap could not be set up here: {exc}"
                 continue
             if result.ok and result.stdout.strip() == "ok":
-                return BUBBLEWRAP, ""
+                return Probe(BUBBLEWRAP, as_root)
             reason = f"bwrap failed here: {result.stderr.strip()[:200] or result.reason()}"
     log.warning("sandbox: %s", reason)
-    return RLIMITS, reason
+    return Probe(RLIMITS, failure=reason)
 
 
 def _probe() -> str:
-    return _probe_outcome()[0]
+    return probe().mode
 
 
 def probe_failure() -> str:
     """Why bubblewrap does not start here ("" when it does)."""
-    return _probe_outcome()[1]
+    return probe().failure
 
 
 def bwrap_as_root() -> bool:
-    """Whether bubblewrap runs as root here (the program then drops to a uid of its own) rather
-    than unprivileged in a user namespace of its own."""
-    return _VARIANT["bwrap_as_root"]
+    """Whether bubblewrap runs as root here rather than unprivileged in a user namespace."""
+    return probe().as_root
 
 
 def _default_mode() -> str:

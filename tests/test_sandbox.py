@@ -331,7 +331,7 @@ def test_without_bubblewrap_grading_refuses_unless_asked_and_says_why_once(monke
     monkeypatch.setattr(sandbox.shutil, "which",
                         lambda name: None if name == "bwrap" else real_which(name))
     monkeypatch.setattr(isolation.shutil, "which", sandbox.shutil.which)
-    sandbox._probe_outcome.cache_clear()
+    sandbox.probe.cache_clear()
     isolation.verified.cache_clear()
     try:
         with caplog.at_level("WARNING", logger="evaluator.sandbox"):
@@ -344,7 +344,7 @@ def test_without_bubblewrap_grading_refuses_unless_asked_and_says_why_once(monke
                 first = run_program("print(2)", "", FAST, isolation.grading_mode())
                 second = run_program("print(3)", "", FAST, isolation.grading_mode())
     finally:
-        sandbox._probe_outcome.cache_clear()
+        sandbox.probe.cache_clear()
         isolation.verified.cache_clear()
     assert (first.isolation, second.isolation) == (RLIMITS, RLIMITS)
     assert second.stdout == "3\n"
