@@ -68,8 +68,9 @@ class Reign:
         return _float(self.card.get("cost_per_1k_usd"))
 
     def accuracy(self, benchmarks: Sequence[str]) -> float | None:
-        """Mean cached accuracy over the benchmarks, as the cost chart plots it."""
-        return _mean([self.per_benchmark[b].cached_acc for b in benchmarks
+        """Mean live accuracy over the benchmarks: the sessions its cost was metered on, as
+        the cost chart plots it."""
+        return _mean([self.per_benchmark[b].live_acc for b in benchmarks
                       if b in self.per_benchmark])
 
     def mean_part(self, name: str) -> float | None:
@@ -171,9 +172,14 @@ def best_single_cost(baselines: Mapping[str, Mapping[str, Any]],
                              .get("model"), [b]) for b in benchmarks])
 
 
+ONE_ANSWER = "cached accuracy; cost of one Worker answer"
+LIVE = "live accuracy; metered cost of its live sessions, every turn and role"
+
+
 @dataclass(frozen=True)
 class CostPoint:
-    """One point of the cost–accuracy chart and of `cost.csv`."""
+    """One point of the cost–accuracy chart and of `cost.csv`: accuracy and cost measured
+    alike, on what `basis` says (a model answering once, or a king's live sessions)."""
 
     kind: str  # "king", "model" or "random"
     label: str
@@ -181,6 +187,7 @@ class CostPoint:
     cost_per_1k_usd: float
     miner: str | None = None
     generation: int | None = None
+    basis: str = ONE_ANSWER
 
 
 def cost_points(line: Sequence[Reign], baselines: Mapping[str, Mapping[str, Any]],
@@ -204,7 +211,7 @@ def cost_points(line: Sequence[Reign], baselines: Mapping[str, Mapping[str, Any]
         if accuracy is not None and cost is not None:
             name = names.get(miner_id(reign.king.miner), reign.king.miner)
             points.append(CostPoint("king", f"{name} g{reign.king.generation}", accuracy, cost,
-                                    name, reign.king.generation))
+                                    name, reign.king.generation, LIVE))
     return points
 
 

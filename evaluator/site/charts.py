@@ -1,26 +1,64 @@
 """The site's charts, as static SVG: the king over time, a king's routing mix, cost against
 accuracy, and the fairness figures. Text from records is drawn with `parse_math=False`, so a
-name with `$` stays plain text."""
+name with `$` stays plain text.
+
+Every chart is drawn twice, for the width it is shown at (a `Frame`): WIDE for a desktop,
+NARROW for a phone, so its text is never smaller than about 10 CSS px on either. Text stays
+text in the SVG (the browser draws it), and the background is transparent: the site's dark
+mode inverts the chart's colours.
+"""
 
 from __future__ import annotations
 
 import io
 import math
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import matplotlib
-from matplotlib.dates import AutoDateLocator, DateFormatter, DayLocator
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, MaxNLocator
 
 from evaluator.files import try_parse_time
 from evaluator.records import Crowning
 
 COLORS = ("#3f51b5", "#e91e63", "#009688", "#ff9800", "#795548", "#607d8b")
-DAYS_WITH_TIME = 3  # a history shorter than this shows times of day on its axis
-STYLE = {"svg.hashsalt": "tinyrouter", "svg.fonttype": "path", "font.size": 10,
-         "axes.spines.top": False, "axes.spines.right": False}
+INK = "#444444"  # annotations: dark on light, light once dark mode inverts the chart
+MIN_SPAN = timedelta(hours=1)  # the shortest stretch of time a history axis shows
+TICK_STEPS = (*(timedelta(minutes=m) for m in (1, 5, 15, 30)),
+              *(timedelta(hours=h) for h in (1, 2, 3, 6, 12)),
+              *(timedelta(days=d) for d in (1, 2, 3, 7, 14, 28, 56, 91, 182, 364)))
+NAME_CHARS = 14  # a miner's name on a chart is cut to this many characters
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The width a chart is drawn for. 1 pt of the SVG is about 1.33 CSS px at that width."""
+
+    name: str
+    width: float  # inches
+    font: float  # points: the smallest text on the chart
+    ticks: int  # the most labelled ticks on a time axis
+
+    def style(self) -> dict[str, Any]:
+        return {"svg.hashsalt": "tinyrouter", "svg.fonttype": "none", "font.size": self.font,
+                "axes.titlesize": self.font + 1, "axes.labelsize": self.font,
+                "xtick.labelsize": self.font, "ytick.labelsize": self.font,
+                "legend.fontsize": self.font, "axes.spines.top": False,
+                "axes.spines.right": False, "savefig.transparent": True}
+
+
+WIDE = Frame("wide", 9.0, 9.0, 7)  # shown 720 to 920 px wide on a desktop
+NARROW = Frame("narrow", 3.6, 8.0, 4)  # shown about 345 px wide on a phone
+FRAMES = (WIDE, NARROW)
+
+
+def _short(name: Any) -> str:
+    text = str(name)
+    return text if len(text) <= NAME_CHARS else text[:NAME_CHARS - 1] + "…"
 
 
 def _reign(kings: Sequence[Crowning]) -> list[tuple[datetime, Crowning]]:
@@ -30,7 +68,7 @@ def _reign(kings: Sequence[Crowning]) -> list[tuple[datetime, Crowning]]:
 
 
 def _composite_panel(ax: Any, reign: list[tuple[datetime, Crowning]], end: datetime,
-                     win_margin: float | None) -> None:
+                     frame: Frame) -> None:
     times = [t for t, _ in reign]
     composite = [k.composite or 0.0 for _, k in reign]
     ax.step([*times, end], [*composite, composite[-1]], where="post", color=COLORS[0],
@@ -38,14 +76,13 @@ def _composite_panel(ax: Any, reign: list[tuple[datetime, Crowning]], end: datet
     ax.plot(times, composite, "o", color=COLORS[0])
     for moment, king, value in zip(times, (k for _, k in reign), composite, strict=True):
         # parse_math=False: a miner name with "$" must stay plain text
-        ax.annotate(king.miner, (moment, value), xytext=(4, 6),
-                    textcoords="offset points", fontsize=8, color="#444444", parse_math=False)
-    if win_margin is not None:
-        ax.axhline(composite[-1] + win_margin, color=COLORS[1], linestyle="--", linewidth=1,
-                   label="needed to take the crown")
+        ax.annotate(_short(king.miner), (moment, value), xytext=(3, 5),
+                    textcoords="offset points", fontsize=frame.font, color=INK,
+                    parse_math=False)
     ax.set_ylabel("composite")
-    ax.set_title("The king's composite over time", loc="left", fontsize=11)
-    ax.legend(loc="lower right", frameon=False)
+    ax.set_title("The king's composite, when crowned", loc="left")
+    ax.margins(y=0.25)
+    ax.yaxis.set_major_locator(MaxNLocator(4 if frame is NARROW else 6))
     ax.grid(axis="y", alpha=0.3)
 
 
@@ -60,150 +97,200 @@ def _benchmark_panel(ax: Any, reign: list[tuple[datetime, Crowning]], end: datet
         ax.step([*xs, end], [*ys, ys[-1]], where="post", color=color, label=bench)
         ax.plot(xs, ys, "o", color=color, markersize=3)
     ax.set_ylabel("benchmark score")
-    ax.set_title("Per benchmark", loc="left", fontsize=11)
-    if ax.lines:
-        ax.legend(loc="lower right", frameon=False, ncols=len(benchmarks))
+    ax.set_title("Per benchmark", loc="left")
+    ax.yaxis.set_major_locator(MaxNLocator(4))
     ax.grid(axis="y", alpha=0.3)
 
 
-def _date_axis(ax: Any, start: datetime, end: datetime) -> None:
-    """Dates on the x axis (with times only for a span under DAYS_WITH_TIME days)."""
-    days = (end - start).total_seconds() / 86400
-    if days >= DAYS_WITH_TIME:
-        ax.xaxis.set_major_locator(DayLocator(interval=max(1, math.ceil(days / 6))))
-        ax.xaxis.set_major_formatter(DateFormatter("%Y-%m-%d"))
-    else:
-        ax.xaxis.set_major_locator(AutoDateLocator(minticks=3, maxticks=6))
-        ax.xaxis.set_major_formatter(DateFormatter("%Y-%m-%d\n%H:%M"))
+def date_ticks(start: datetime, end: datetime, most: int) -> tuple[list[datetime], list[str]]:
+    """At most `most` ticks on whole minutes or hours (within a day) or whole days, no label
+    repeated: a time of day carries its date on the first tick."""
+    origin = start.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    days = end - start > timedelta(days=1)  # then whole days only: no time repeats
+    for step in (s for s in TICK_STEPS if s >= timedelta(days=1) or not days):
+        ticks = [origin + step * math.ceil((start - origin) / step)]
+        while ticks[-1] + step <= end:
+            ticks.append(ticks[-1] + step)
+        if len(ticks) <= most:
+            break
+    if step >= timedelta(days=1):
+        return ticks, [t.strftime("%Y-%m-%d") for t in ticks]
+    labels, day = [], None
+    for tick in ticks:
+        labels.append(tick.strftime("%H:%M") if tick.date() == day
+                      else tick.strftime("%Y-%m-%d\n%H:%M"))
+        day = tick.date()
+    return ticks, labels
+
+
+def _date_axis(ax: Any, start: datetime, end: datetime, frame: Frame) -> None:
+    """Dates on the x axis, padded a little on both sides."""
+    ticks, labels = date_ticks(start, end, frame.ticks)
+    ax.xaxis.set_major_locator(FixedLocator(matplotlib.dates.date2num(ticks)))
+    ax.set_xticks(ticks, labels)
     ax.set_xlim(start - (end - start) * 0.02, end + (end - start) * 0.02)
     ax.set_xlabel("date (UTC)")
 
 
 def _svg(fig: Figure) -> str:
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None}, facecolor="white")
+    fig.savefig(buffer, format="svg", metadata={"Date": None})
     return buffer.getvalue()
 
 
 def history_figure(kings: Sequence[Crowning], benchmarks: Sequence[str],
-                   until: datetime | None = None, win_margin: float | None = None) -> Figure | None:
+                   until: datetime | None = None, frame: Frame = WIDE) -> Figure | None:
     """The history chart, or None when no king has a readable crowning time.
 
     The step line holds each king's composite until the next coronation, and the last one
-    until `until` (the build's "now"); the dashed line is the composite a challenger needs.
+    until `until` (the build's "now"). The axis spans at least MIN_SPAN.
     """
     reign = _reign(kings)
     if not reign:
         return None
     first, last = reign[0][0], reign[-1][0]
-    end = max(last, until or last)
-    end = end if end > first else first + timedelta(days=1)
-    with matplotlib.rc_context(STYLE):
-        fig = Figure(figsize=(9, 6.2), layout="constrained")
+    end = max(last, until or last, first + MIN_SPAN)
+    with matplotlib.rc_context(frame.style()):
+        height = 6.2 if frame is WIDE else 5.6
+        fig = Figure(figsize=(frame.width, height), layout="constrained")
         top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
-        _composite_panel(top, reign, end, win_margin)
+        _composite_panel(top, reign, end, frame)
         _benchmark_panel(bottom, reign, end, benchmarks)
-        _date_axis(bottom, first, end)
+        _date_axis(bottom, first, end, frame)
         if until is not None and until >= last:
             for ax in (top, bottom):
-                ax.axvline(end, color="#999999", linestyle=":", linewidth=1)
-            top.annotate("now", (end, 1), xycoords=("data", "axes fraction"), xytext=(-4, -2),
-                         textcoords="offset points", ha="right", va="top", fontsize=8,
-                         color="#666666")
+                ax.axvline(until, color="#999999", linestyle=":", linewidth=1)
+            top.annotate("now", (until, 0), xycoords=("data", "axes fraction"), xytext=(-3, 3),
+                         textcoords="offset points", ha="right", va="bottom",
+                         fontsize=frame.font, color=INK)
+        handles, labels = [], []
+        for ax in (top, bottom):
+            more = ax.get_legend_handles_labels()
+            handles, labels = handles + more[0], labels + more[1]
+        fig.legend(handles, labels, loc="outside upper left", frameon=False,
+                   ncols=len(labels) if frame is WIDE else 2)
     return fig
 
 
 def history_svg(kings: Sequence[Crowning], benchmarks: Sequence[str],
-                until: datetime | None = None, win_margin: float | None = None) -> str | None:
+                until: datetime | None = None, frame: Frame = WIDE) -> str | None:
     """`history_figure` as SVG text."""
-    with matplotlib.rc_context(STYLE):
-        fig = history_figure(kings, benchmarks, until, win_margin)
+    with matplotlib.rc_context(frame.style()):
+        fig = history_figure(kings, benchmarks, until, frame)
         return None if fig is None else _svg(fig)
 
 
 def mix_svg(panels: Sequence[tuple[str, Sequence[tuple[str, dict[str, float]]]]],
-            models: Sequence[str]) -> str | None:
+            models: Sequence[str], frame: Frame = WIDE) -> str | None:
     """A king's turn-1 model mix: one stacked bar per category, a panel per benchmark."""
     panels = [(bench, rows) for bench, rows in panels if rows]
     if not panels:
         return None
     bars = sum(len(rows) for _, rows in panels)
-    with matplotlib.rc_context(STYLE):
-        fig = Figure(figsize=(9, 0.9 + 0.27 * bars + 0.55 * len(panels)), layout="constrained")
+    row = frame.font / 30  # inches per bar: room for one line of its label
+    with matplotlib.rc_context(frame.style()):
+        fig = Figure(figsize=(frame.width, 1.1 + row * bars + 0.6 * len(panels)),
+                     layout="constrained")
         axes = fig.subplots(len(panels), 1, squeeze=False, sharex=True,
                             height_ratios=[len(rows) + 1 for _, rows in panels])[:, 0]
         for ax, (bench, rows) in zip(axes, panels, strict=True):
-            _mix_panel(ax, bench, rows, models)
+            _mix_panel(ax, bench, rows, models, frame)
         handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside upper left", ncols=len(models), frameon=False)
+        fig.legend(handles, labels, loc="outside upper left", frameon=False,
+                   ncols=len(models) if frame is WIDE else 1)
         return _svg(fig)
 
 
 def _mix_panel(ax: Any, bench: str, rows: Sequence[tuple[str, dict[str, float]]],
-               models: Sequence[str]) -> None:
+               models: Sequence[str], frame: Frame) -> None:
     ys = list(range(len(rows)))
     left = [0.0] * len(rows)
+    shown = 0.12 if frame is WIDE else 0.2  # the narrowest bar that still holds its share
     for index, model in enumerate(models):
         widths = [shares.get(model, 0.0) for _, shares in rows]
         bars = ax.barh(ys, widths, left=left, height=0.7, color=COLORS[index % len(COLORS)],
                        label=model)
         for bar, width in zip(bars, widths, strict=True):
-            if width >= 0.12:
+            if width >= shown:
                 ax.text(bar.get_x() + width / 2, bar.get_y() + bar.get_height() / 2,
-                        f"{width:.0%}", ha="center", va="center", fontsize=7, color="white",
-                        parse_math=False)
+                        f"{width:.0%}", ha="center", va="center", fontsize=frame.font,
+                        color="white", parse_math=False)
         left = [a + b for a, b in zip(left, widths, strict=True)]
-    ax.set_yticks(ys, [name for name, _ in rows])
+    ax.set_yticks(ys, [_short(name) for name, _ in rows])
     for label in ax.get_yticklabels():
         label.set_parse_math(False)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
+    ax.xaxis.set_major_locator(FixedLocator([0, 0.25, 0.5, 0.75, 1]))
     ax.xaxis.set_major_formatter(lambda value, _: f"{value:.0%}")
-    ax.set_title(bench, loc="left", fontsize=10, parse_math=False)
-    ax.tick_params(axis="y", labelsize=8)
+    ax.set_title(bench, loc="left", parse_math=False)
 
 
-def cost_svg(points: Sequence[Any], oracle: float | None) -> str | None:
-    """Mean cached accuracy against USD per 1,000 questions: pool models, random routing and
-    kings, with the frontier of what no cheaper point beats."""
+def _place_labels(fig: Figure, ax: Any, points: Sequence[Any], frame: Frame) -> None:
+    """Each labelled point's name beside it where it covers no other name; a name that fits
+    nowhere is left off (every point is in cost.csv)."""
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    placed: list[Any] = []
+    offsets = ((4, 4, "left", "bottom"), (4, -4, "left", "top"),
+               (-4, 4, "right", "bottom"), (-4, -4, "right", "top"))
+    for point in points:
+        for dx, dy, ha, va in offsets:
+            text = ax.annotate(point.label, (point.cost_per_1k_usd, point.accuracy),
+                               xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
+                               fontsize=frame.font, color=INK, parse_math=False)
+            box = text.get_window_extent(renderer)
+            inside = ax.get_window_extent(renderer).contains(box.x0, box.y0) and \
+                ax.get_window_extent(renderer).contains(box.x1, box.y1)
+            if inside and not any(box.overlaps(other) for other in placed):
+                placed.append(box)
+                break
+            text.remove()
+
+
+def cost_svg(points: Sequence[Any], oracle: float | None, frame: Frame = WIDE) -> str | None:
+    """Accuracy against USD per 1,000 questions, like with like: each pool model and random
+    routing answering once (cached accuracy, single-answer cost), and each king's live
+    sessions (live accuracy, cost of every turn), with the frontier no cheaper point beats.
+    The current king is named; earlier kings are the lighter points."""
     if not points:
         return None
     costs = [p.cost_per_1k_usd for p in points]
-    with matplotlib.rc_context(STYLE):
-        fig = Figure(figsize=(9, 4.6), layout="constrained")
+    kings = [p for p in points if p.kind == "king"]
+    with matplotlib.rc_context(frame.style()):
+        fig = Figure(figsize=(frame.width, 4.6 if frame is WIDE else 4.4), layout="constrained")
         ax = fig.subplots()
-        styles = {"model": ("s", COLORS[5], "pool model (always asked)"),
-                  "random": ("X", COLORS[4], "random routing"),
-                  "king": ("o", COLORS[0], "king")}
+        styles = {"model": ("s", COLORS[5], "pool model, one answer"),
+                  "random": ("X", COLORS[4], "random routing, one answer")}
         for kind, (marker, color, label) in styles.items():
             mine = [p for p in points if p.kind == kind]
             if mine:
                 ax.scatter([p.cost_per_1k_usd for p in mine], [p.accuracy for p in mine],
                            marker=marker, color=color, s=46, label=label, zorder=3)
-        baselines = sorted((p for p in points if p.kind != "king"), key=lambda p: p.cost_per_1k_usd)
-        below = {id(p): index % 2 == 0 for index, p in enumerate(baselines)}  # neighbours alternate
-        for point in points:
-            up = not below.get(id(point), False)
-            ax.annotate(point.label, (point.cost_per_1k_usd, point.accuracy),
-                        xytext=(5, 5 if up else -6), textcoords="offset points",
-                        va="bottom" if up else "top", fontsize=8, color="#444444",
-                        parse_math=False)
-        ax.margins(x=0.12, y=0.15)
+        if kings[:-1]:
+            ax.scatter([p.cost_per_1k_usd for p in kings[:-1]], [p.accuracy for p in kings[:-1]],
+                       marker="o", color=COLORS[0], alpha=0.35, s=36, zorder=3,
+                       label="earlier king, live sessions")
+        if kings:
+            ax.scatter([kings[-1].cost_per_1k_usd], [kings[-1].accuracy], marker="o",
+                       color=COLORS[0], s=60, zorder=4, label="latest king, live sessions")
+        ax.margins(x=0.15, y=0.2)
         front = frontier(points)
         if len(front) > 1:
             ax.plot([p.cost_per_1k_usd for p in front], [p.accuracy for p in front], "--",
                     color=COLORS[1], linewidth=1, label="frontier", zorder=2)
         if oracle is not None:
             ax.axhline(oracle, color="#666666", linestyle=":", linewidth=1,
-                       label="oracle ceiling")
+                       label="oracle ceiling (cached)")
         positive = [c for c in costs if c > 0]
         if positive and max(positive) / min(positive) > 20:
             ax.set_xscale("log")
+        ax.xaxis.set_major_locator(MaxNLocator(4 if frame is NARROW else 7))
         ax.set_xlabel("USD per 1,000 questions")
-        ax.set_ylabel("cached accuracy (mean over benchmarks)")
-        ax.set_title("Accuracy against cost", loc="left", fontsize=11)
-        fig.legend(loc="outside lower center", ncols=5, frameon=False, fontsize=8)
+        ax.set_ylabel("accuracy (mean over benchmarks)" if frame is WIDE else "mean accuracy")
+        ax.set_title("Accuracy against cost", loc="left")
+        fig.legend(loc="outside lower left", ncols=3 if frame is WIDE else 1, frameon=False)
         ax.grid(alpha=0.3)
+        _place_labels(fig, ax, [p for p in points if p.kind != "king"] + kings[-1:], frame)
         return _svg(fig)
 
 
@@ -232,8 +319,7 @@ def _power_panel(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("true advantage (composite)")
     ax.set_ylabel("P(crowned)")
-    ax.set_title("A better head is crowned (dotted: margin alone)", loc="left", fontsize=11)
-    ax.legend(loc="upper left", frameon=False, fontsize=8)
+    ax.set_title("A better head is crowned (dotted: margin alone)", loc="left")
     ax.grid(alpha=0.3)
 
 
@@ -247,16 +333,20 @@ def _climb_panel(ax: Any, rows: Sequence[dict[str, Any]], win_margin: float) -> 
     ax.set_xscale("log")
     ax.set_xlabel("submissions")
     ax.set_ylabel("gain on the board (composite)")
-    ax.set_title("Probing the hidden set", loc="left", fontsize=11)
-    ax.legend(loc="upper left", frameon=False, fontsize=8)
+    ax.set_title("Probing the hidden set", loc="left")
     ax.grid(alpha=0.3)
 
 
-def fairness_svg(data: dict[str, Any], win_margin: float) -> str:
-    """P(crowned) against the true advantage, and a hill-climber's gain, as SVG text."""
-    with matplotlib.rc_context(STYLE):
-        fig = Figure(figsize=(9, 3.8), layout="constrained")
-        left, right = fig.subplots(1, 2)
+def fairness_svg(data: dict[str, Any], win_margin: float, frame: Frame = WIDE) -> str:
+    """P(crowned) against the true advantage, and a hill-climber's gain, as SVG text: side by
+    side on a desktop, one above the other on a phone, each legend below its panel."""
+    with matplotlib.rc_context(frame.style()):
+        wide = frame is WIDE
+        fig = Figure(figsize=(frame.width, 4.4 if wide else 8.4), layout="constrained")
+        left, right = fig.subplots(1, 2) if wide else fig.subplots(2, 1)
         _power_panel(left, data["power"])
         _climb_panel(right, data["hill_climb"], win_margin)
+        for ax in (left, right):
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22 if wide else -0.2),
+                      frameon=False, ncols=1)
         return _svg(fig)

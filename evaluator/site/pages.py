@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from jinja2 import Environment, pass_context
 from markupsafe import Markup
@@ -33,7 +33,7 @@ from evaluator.site.cards import (
     oracle_accuracy,
     reigns,
 )
-from evaluator.site.charts import cost_svg, fairness_svg, history_svg, mix_svg
+from evaluator.site.charts import FRAMES, WIDE, cost_svg, fairness_svg, history_svg, mix_svg
 from evaluator.site.downloads import download_files
 from evaluator.site.follow import BADGE_URI, FEED_URI, atom_feed, king_badge
 from evaluator.site.markup import (
@@ -104,6 +104,13 @@ def miner_query(name: Any) -> str:
 def evaluations_uri(page: int) -> str:
     """`evaluations.md`, then `evaluations/2.md`, … for older verdicts."""
     return "evaluations.md" if page == 1 else f"evaluations/{page}.md"
+
+
+def _html_link(ctx: Any, target: str) -> str:
+    """A link target for raw HTML, which MkDocs leaves as written: relative to the address
+    the page is published at (a directory URL), not to its Markdown source."""
+    here = page_url(ctx["page_uri"]).rstrip("/") or "."
+    return quote(posixpath.relpath(target, unquote(here)))
 
 
 @pass_context
@@ -198,7 +205,7 @@ def make_environment(rules: Competition, repo_url: str | None) -> Environment:
                        headroom=headroom, headroom_captured=headroom_captured, ordered=ordered,
                        mix=mix, gains=gains, model_cost=model_cost, miner_uri=miner_uri,
                        chart_uri=CHART_URI, cost_chart_uri=COST_CHART_URI,
-                       fairness_chart_uri=FAIRNESS_CHART_URI,
+                       fairness_chart_uri=FAIRNESS_CHART_URI, chart=_chart,
                        downloads=DOWNLOADS_DIR, no_scores=NO_SCORES,
                        display_name=lambda name: name, has_page=lambda name: True,
                        miners_json=f"{DOWNLOADS_DIR}/{MINERS_JSON}",
@@ -246,20 +253,38 @@ def _badge_filter(reigning: tuple | None):
     return badge
 
 
+def narrow_uri(uri: str) -> str:
+    """Where a chart's phone-width drawing is: beside the desktop one."""
+    return uri.removesuffix(".svg") + "-narrow.svg"
+
+
+@pass_context
+def _chart(ctx: Any, uri: str, alt: str) -> Markup:
+    """A chart drawn for the width it is shown at: the narrow drawing on a phone."""
+    wide, narrow = _html_link(ctx, uri), _html_link(ctx, narrow_uri(uri))
+    return Markup(f'<picture><source media="(max-width: 44.9375em)" srcset="{narrow}">'
+                  f'<img class="tr-chart" src="{wide}" alt="{md_text(alt)}"></picture>')
+
+
 def _charts(state: LeaderboardState, rules: Competition, now: datetime, line: list[Reign],
             points: list[CostPoint], baselines: dict[str, Any], pool_models: list[str],
             names: dict[str, str]) -> dict[str, str]:
-    """Every chart of the site: asset path → SVG text (a chart without data is left out)."""
+    """Every chart of the site, at each width: asset path → SVG text (a chart without data
+    is left out)."""
     shown = [dataclasses.replace(k, miner=names.get(miner_id(k.miner), k.miner))
              for k in state.kings]
-    charts = {CHART_URI: history_svg(shown, list(rules.benchmarks), until=now,
-                                     win_margin=rules.win_margin if state.king else None),
-              COST_CHART_URI: cost_svg(points, oracle_accuracy(baselines, rules.benchmarks))}
-    if state.fairness is not None:
-        charts[FAIRNESS_CHART_URI] = fairness_svg(state.fairness, rules.win_margin)
-    for reign in line:
-        charts[reign.chart_uri] = mix_svg([(b, chart_rows(reign.card, b))
-                                           for b in rules.benchmarks], pool_models)
+    oracle = oracle_accuracy(baselines, rules.benchmarks)
+    charts = {}
+    for frame in FRAMES:
+        drawn = {CHART_URI: history_svg(shown, list(rules.benchmarks), until=now, frame=frame),
+                 COST_CHART_URI: cost_svg(points, oracle, frame)}
+        if state.fairness is not None:
+            drawn[FAIRNESS_CHART_URI] = fairness_svg(state.fairness, rules.win_margin, frame)
+        for reign in line:
+            drawn[reign.chart_uri] = mix_svg([(b, chart_rows(reign.card, b))
+                                              for b in rules.benchmarks], pool_models, frame)
+        charts.update({uri if frame is WIDE else narrow_uri(uri): svg
+                       for uri, svg in drawn.items()})
     return {uri: svg for uri, svg in charts.items() if svg is not None}
 
 
