@@ -19,6 +19,7 @@ from evaluator.site.markup import miner_id, miner_slug
 from evaluator.site.state import LeaderboardState
 
 CHART_CATEGORIES = 10  # categories drawn per benchmark in a mix chart; the rest are pooled
+MIN_SHARE_ITEMS = 20  # fewer items than this: counts, never percentages
 
 
 def _float(value: Any) -> float | None:
@@ -141,18 +142,23 @@ def chart_rows(card: Mapping[str, Any], bench: str) -> list[tuple[str, dict[str,
 
 def gains(card: Mapping[str, Any], bench: str, baselines: Mapping[str, Any]) -> list[dict]:
     """Per category of this evaluation's eval half: the king's cached accuracy beside the
-    best single model and the oracle on that category of the pool."""
+    benchmark's best single model overall (the one model a router competes with, as on every
+    page) and the category's oracle, both on that category of the pool. Headroom captured is
+    left out where the category has fewer than MIN_SHARE_ITEMS items: a share of a tiny gap
+    reads as noise."""
     by_category = baselines.get("by_category") or {}
+    model = (baselines.get("best_single") or {}).get("model")
     rows = []
     for category, ours in sorted(((card.get("eval_by_category") or {}).get(bench) or {}).items()):
         base = by_category.get(category) or {}
-        best = base.get("best_single") or {}
         cached = _float((ours or {}).get("cached_acc"))
-        best_acc, oracle = _float(best.get("accuracy")), _float(base.get("oracle"))
-        rows.append({"category": category, "items": (ours or {}).get("items"), "cached": cached,
-                     "best_model": best.get("model"), "best": best_acc, "oracle": oracle,
+        best_acc = _float((base.get("per_model") or {}).get(model))
+        oracle, items = _float(base.get("oracle")), (ours or {}).get("items")
+        big = isinstance(items, int) and items >= MIN_SHARE_ITEMS
+        rows.append({"category": category, "items": items, "cached": cached,
+                     "best_model": model, "best": best_acc, "oracle": oracle,
                      "gain": None if cached is None or best_acc is None else cached - best_acc,
-                     "captured": gap_closed(cached, best_acc, oracle)})
+                     "captured": gap_closed(cached, best_acc, oracle) if big else None})
     return rows
 
 

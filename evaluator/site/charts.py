@@ -20,7 +20,7 @@ from typing import Any
 import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, MaxNLocator
+from matplotlib.ticker import FixedLocator, MaxNLocator, NullFormatter
 
 from evaluator.files import try_parse_time
 from evaluator.records import Crowning
@@ -51,7 +51,7 @@ class Frame:
                 "axes.spines.right": False, "savefig.transparent": True}
 
 
-WIDE = Frame("wide", 9.0, 9.0, 7)  # shown 720 to 920 px wide on a desktop
+WIDE = Frame("wide", 7.5, 9.0, 6)  # shown 640 to 920 px wide on a desktop
 NARROW = Frame("narrow", 3.6, 8.0, 4)  # shown about 345 px wide on a phone
 FRAMES = (WIDE, NARROW)
 
@@ -284,7 +284,10 @@ def cost_svg(points: Sequence[Any], oracle: float | None, frame: Frame = WIDE) -
         positive = [c for c in costs if c > 0]
         if positive and max(positive) / min(positive) > 20:
             ax.set_xscale("log")
-        ax.xaxis.set_major_locator(MaxNLocator(4 if frame is NARROW else 7))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(4 if frame is NARROW else 7))
+        ax.xaxis.set_major_formatter(lambda value, _: f"{value:,.2f}")
         ax.set_xlabel("USD per 1,000 questions")
         ax.set_ylabel("accuracy (mean over benchmarks)" if frame is WIDE else "mean accuracy")
         ax.set_title("Accuracy against cost", loc="left")
@@ -331,6 +334,8 @@ def _climb_panel(ax: Any, rows: Sequence[dict[str, Any]], win_margin: float) -> 
             label="fixed split, exact deltas")
     ax.axhline(win_margin, color="#666666", linestyle=":", linewidth=1, label="win margin")
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(lambda value, _: f"{value:,g}")  # no smaller exponents
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("submissions")
     ax.set_ylabel("gain on the board (composite)")
     ax.set_title("Probing the hidden set", loc="left")

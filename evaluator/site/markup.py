@@ -118,6 +118,33 @@ def fmt_interval(pair: Any, digits: int = 4) -> Markup:
     return Markup(f"[{_fixed(low, digits, '+')}, {_fixed(high, digits, '+')}]")
 
 
+def fmt_share(value: Any, items: Any, few: int = 20) -> Markup:
+    """A share of `items`: a percentage, or a count ("3 of 4") when there are fewer than `few`
+    items, where a percentage would claim more than a handful can show."""
+    number, total = _number(value), _number(items)
+    if number is None:
+        return Markup(MISSING)
+    if total is None or not total.is_integer() or total >= few:
+        return fmt_pct(number, 0)
+    return Markup(f"{round(number * total)} of {int(total)}")
+
+
+def fmt_rate(value: Any, trials: Any) -> Markup:
+    """A rate seen in `trials` independent trials with its 95% Wilson interval: 19% (16–22%);
+    one decimal only where so many trials support it."""
+    rate, count = _number(value), _number(trials)
+    if rate is None or count is None or count < 1:
+        return fmt_pct(value)
+    z = 1.959964
+    centre = (rate + z * z / (2 * count)) / (1 + z * z / count)
+    half = z * math.sqrt(rate * (1 - rate) / count + z * z / (4 * count * count)) / (
+        1 + z * z / count)
+    digits = 1 if half < 0.005 else 0
+    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    return Markup(f"{fmt_pct(rate, digits)} ({_fixed(100 * low, digits)}–"
+                  f"{_fixed(100 * high, digits)}%)")
+
+
 def fmt_plural(count: Any, noun: str, plural: str | None = None) -> Markup:
     """`1 attempt`, `2 attempts`: a count with its noun."""
     number = _number(count)
@@ -150,4 +177,5 @@ def fmt_date(value: Any, with_time: bool = False) -> Markup:
 
 FILTERS = {"score": fmt_score, "delta": fmt_delta, "pct": fmt_pct, "usd": fmt_usd,
            "num": fmt_num, "interval": fmt_interval, "date": fmt_date, "label": safe_label,
-           "plural": fmt_plural, "encoder": fmt_encoder, "hub_id": fmt_hub_id}
+           "plural": fmt_plural, "share": fmt_share, "rate": fmt_rate, "encoder": fmt_encoder,
+           "hub_id": fmt_hub_id}

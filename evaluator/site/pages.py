@@ -22,6 +22,7 @@ from evaluator.records import KING, OUTCOMES, Result
 from evaluator.rules import ROLES, Competition, is_commit_sha, is_name, is_sha256
 from evaluator.scoring import BenchmarkScore
 from evaluator.site.cards import (
+    MIN_SHARE_ITEMS,
     CostPoint,
     Reign,
     best_single_cost,
@@ -206,6 +207,7 @@ def make_environment(rules: Competition, repo_url: str | None) -> Environment:
                        mix=mix, gains=gains, model_cost=model_cost, miner_uri=miner_uri,
                        chart_uri=CHART_URI, cost_chart_uri=COST_CHART_URI,
                        fairness_chart_uri=FAIRNESS_CHART_URI, chart=_chart,
+                       min_share_items=MIN_SHARE_ITEMS,
                        downloads=DOWNLOADS_DIR, no_scores=NO_SCORES,
                        display_name=lambda name: name, has_page=lambda name: True,
                        miners_json=f"{DOWNLOADS_DIR}/{MINERS_JSON}",

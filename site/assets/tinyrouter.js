@@ -18,30 +18,31 @@
     });
   }
 
+  // Material wraps each table in a box that scrolls sideways; without it, the table scrolls.
   function hint(table) {
-    var box = table.closest(".md-typeset__table") || table;
+    var box = table.closest(".md-typeset__scrollwrap") || table;
     var before = box.previousElementSibling;
-    var has = before && before.classList.contains("tr-scroll-hint");
-    var scrolls = table.scrollWidth > table.clientWidth + 1;
+    var has = before !== null && before.classList.contains("tr-scroll-hint");
+    var scrolls = box.scrollWidth > box.clientWidth + 1;
     if (scrolls && !has) {
       var note = document.createElement("p");
       note.className = "tr-scroll-hint";
       note.textContent = "This table scrolls sideways for more columns \u2192";
       box.parentNode.insertBefore(note, box);
-      table.classList.add("tr-scrolls");
     } else if (!scrolls && has) {
       before.remove();
-      table.classList.remove("tr-scrolls");
     }
+    box.classList.toggle("tr-scrolls", scrolls);
   }
 
   function tables() {
-    return document.querySelectorAll(".md-typeset table:not([class]), .md-typeset table.tr-scrolls");
+    return document.querySelectorAll(".md-typeset table:not([class])");
   }
 
   function run() {
     document.querySelectorAll(".md-typeset .tr-stack table").forEach(label);
     tables().forEach(hint);
+    setTimeout(function () { tables().forEach(hint); }, 200);  // after Material's wrapping
   }
 
   var timer = null;

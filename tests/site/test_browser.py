@@ -1,14 +1,17 @@
 """The built site in a real browser (Debian's chromium through Playwright), served on loopback.
 
 Every page a visitor lands on is opened in light and dark mode, at a desktop and a phone width:
-no console error, no request to another host, every chart loaded, nothing wider than the
-screen. Screenshots go to `test-artifacts/site/<state>-<page>-<scheme>-<width>.png`.
+no console error, no request to another host, every chart loaded with its text at 10 CSS px or
+more, nothing wider than the screen except inside a scroll box that says it scrolls, and on a
+phone every verdict's outcome and composite in sight. Screenshots go to
+`test-artifacts/site/<state>-<page>-<scheme>-<width>.png`.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -26,6 +29,30 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "site"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 SCHEMES = {"light": "default", "dark": "slate"}  # prefers-color-scheme → Material's palette
+MIN_TEXT_PX = 10  # the smallest chart text a visitor should have to read
+# Elements of the page's content that stick out of the screen, unless a scroll box that says
+# so (tinyrouter.js marks a table that scrolls sideways and puts a line above it) holds them.
+OUTSIDE = """() => {
+  const out = [];
+  for (const el of document.querySelectorAll("article *")) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.right <= innerWidth + 1) continue;
+    let box = el.parentElement, said = false;
+    while (box && box.tagName !== "ARTICLE") {
+      const x = getComputedStyle(box).overflowX;
+      const fits = box.getBoundingClientRect().right <= innerWidth + 1;
+      if (fits && (x === "auto" || x === "scroll" || x === "hidden")) {
+        const before = box.previousElementSibling;
+        said = box.classList.contains("tr-scrolls") && before !== null
+          && before.classList.contains("tr-scroll-hint") && before.offsetHeight > 0;
+        break;
+      }
+      box = box.parentElement;
+    }
+    if (!said) out.push(`${el.tagName}.${el.className}: ${el.textContent.trim().slice(0, 40)}`);
+  }
+  return out.slice(0, 5);
+}"""
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -93,11 +120,22 @@ class Visitor:
                 chart.get_attribute("src")
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 1, f"{name} is {overflow}px wider than the screen"
+        assert page.evaluate(OUTSIDE) == [], name
+        for chart in page.locator("article img.tr-chart").all():
+            assert self.chart_text_px(chart) >= MIN_TEXT_PX, chart.evaluate("i => i.currentSrc")
         page.evaluate("window.scrollTo(0, 0)")  # the header is drawn where the page is scrolled
         page.wait_for_timeout(250)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=ARTIFACTS / f"{name}-{self.scheme}-{self.width}.png", full_page=True)
         assert self.problems == []
+
+    def chart_text_px(self, chart) -> float:
+        """The smallest text of a chart as shown: its SVG's font size scaled to the width."""
+        source = chart.evaluate("img => img.currentSrc")
+        svg = self.page.request.get(source).text()
+        drawn = float(re.search(r'viewBox="0 0 ([0-9.]+)', svg).group(1))
+        smallest = min(float(size) for size in re.findall(r"font-size: ([0-9.]+)px", svg))
+        return smallest * chart.evaluate("img => img.getBoundingClientRect().width") / drawn
 
     def close(self) -> None:
         self.context.close()
@@ -123,6 +161,7 @@ def _king_card(site: Path) -> str | None:
 
 PAGES = {  # name → path (None: the reigning king's router card)
     "home": "", "router-card": None, "queue": "queue/", "history": "history/",
+    "evaluations": "evaluations/", "miner": "miners/%40ivan/", "fairness": "fairness/",
     "faq": "faq/", "rewards": "rewards/",
 }
 
@@ -137,6 +176,28 @@ def test_every_page_in_both_schemes_and_at_both_widths(servers, visitor, name, s
     page = guest.visit(path)
     assert page.locator("article h1").count() == 1
     guest.check(f"busy-{name}")
+
+
+def test_a_phone_shows_every_verdicts_outcome_and_composite(servers, visitor):
+    guest = visitor("busy", "dark", "phone")
+    page = guest.visit("evaluations/")
+    rows = page.locator("article .tr-stack tbody tr").all()
+    verdicts = json.loads((servers["busy"][1] / "downloads/leaderboard.json").read_text())
+    assert len(rows) == len(verdicts["verdicts"])
+    for row, verdict in zip(rows, verdicts["verdicts"], strict=True):
+        cells = row.locator("td")
+        outcome, composite = cells.nth(0), cells.nth(1)
+        row.scroll_into_view_if_needed()
+        assert outcome.is_visible() and verdict["outcome"] in outcome.inner_text()
+        shown = [outcome] + ([composite] if verdict["shown_composite"] is not None else [])
+        for cell in shown:
+            box = cell.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= WIDTHS["phone"]["width"]
+        if verdict["shown_composite"] is not None:
+            assert composite.is_visible()
+            assert float(composite.inner_text()) == pytest.approx(verdict["shown_composite"])
+        assert verdict["why"] in row.inner_text()
+    guest.check("busy-evaluations-phone-rows")
 
 
 def test_home_shows_the_king_and_the_cost_chart(servers, visitor):

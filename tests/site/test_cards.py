@@ -14,6 +14,7 @@ from evaluator.records import Crowning
 from evaluator.rules import OFFICIAL
 from evaluator.site.cards import (
     CHART_CATEGORIES,
+    MIN_SHARE_ITEMS,
     CostPoint,
     best_single_cost,
     chart_rows,
@@ -82,16 +83,21 @@ def test_a_mix_chart_pools_the_smaller_categories(busy_state):
     assert chart_rows({}, "mmlu") == []
 
 
-def test_gains_set_each_category_against_its_own_baselines(busy_state):
+def test_gains_set_each_category_against_the_best_single_model_overall(busy_state):
     line, baselines = reigns(busy_state), _baselines(busy_state)
     rows = gains(line[-1].card, "math500", baselines["math500"])
+    overall = baselines["math500"]["best_single"]["model"]
     assert [r["category"] for r in rows] == sorted(CATEGORIES["math500"])
     for row in rows:
         base = baselines["math500"]["by_category"][row["category"]]
-        assert row["best"] == base["best_single"]["accuracy"] and row["oracle"] == base["oracle"]
+        assert row["best_model"] == overall and row["best"] == base["per_model"][overall]
+        assert row["oracle"] == base["oracle"]
         assert row["gain"] == pytest.approx(row["cached"] - row["best"])
-        assert row["captured"] == pytest.approx(
-            (row["cached"] - row["best"]) / (row["oracle"] - row["best"]))
+        if row["items"] >= MIN_SHARE_ITEMS:
+            assert row["captured"] == pytest.approx(
+                (row["cached"] - row["best"]) / (row["oracle"] - row["best"]))
+        else:  # no share of a gap measured on a handful of items
+            assert row["captured"] is None
     assert gains(line[-1].card, "math500", {})[0]["best"] is None  # a manifest before categories
 
 
