@@ -470,7 +470,8 @@ def router_card(run: HeadRun, halves: Mapping[str, Mapping[str, list[AnsweredIte
                 public: PublicRouting | None, rules: Competition) -> dict[str, Any]:
     """What the site's router card shows of a new king: its routing mix on the public items,
     its cached accuracy per category of this evaluation's eval half (at the disclosure
-    precision), its live cost per 1,000 questions and its agreement with the king before."""
+    precision), its live cost per 1,000 questions, how long a live question took (median and
+    95th percentile of its sessions' model calls) and its agreement with the king before."""
     eval_by_category: dict[str, dict[str, Any]] = {}
     for bench in rules.benchmarks:
         groups: dict[str, list[bool]] = {}
@@ -481,11 +482,15 @@ def router_card(run: HeadRun, halves: Mapping[str, Mapping[str, list[AnsweredIte
                        "cached_acc": disclosed(accuracy(oks), rules.disclosure_precision)}
             for category, oks in sorted(groups.items())}
     questions = sum(len(v) for v in run.live.values())
+    seconds = [o.seconds for runs in run.live.values() for o in runs]
     return {"public_items": public.mix(rules) if public else {},
             "eval_by_category": eval_by_category,
             "live_questions": questions,
             "cost_per_1k_usd": 1000 * run.live_cost_usd / questions if questions else None,
-            "agreement_with_previous": public.agreement if public else None}
+            "agreement_with_previous": public.agreement if public else None,
+            "live_seconds": {"median": round(float(np.median(seconds)), 3),
+                             "p95": round(float(np.percentile(seconds, 95)), 3)}
+            if seconds else None}
 
 
 # ---------------------------------------------------------------- from a repository

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
@@ -98,6 +99,7 @@ class Trajectory:
     stop: str = MAX_TURNS_STOP
     failure: str | None = None
     failed_cost_usd: float = 0.0  # what the failed call's attempts billed
+    seconds: float = 0.0  # wall-clock time of its model calls, retries included
 
     @property
     def n_turns(self) -> int:
@@ -203,9 +205,11 @@ def call_status(completion: Any) -> str:
 async def _play_turn(trajectory: Trajectory, decision: Decision, benchmark: Benchmark,
                      client: Any, rules: Competition) -> None:
     messages = model_messages(trajectory.item, benchmark, decision.role, trajectory.turns)
+    started = time.monotonic()
     try:
         completion = await client.chat(decision.model, messages)
     except InfrastructureError as exc:
+        trajectory.seconds += time.monotonic() - started
         log.warning("a session failed at turn %d: %s", trajectory.n_turns + 1, exc)
         trajectory.stop, trajectory.failure = FAILED, str(exc)
         trajectory.failed_cost_usd += exc.cost_usd
@@ -217,6 +221,7 @@ async def _play_turn(trajectory: Trajectory, decision: Decision, benchmark: Benc
                       trajectory.n_turns + 1)
         trajectory.stop, trajectory.failure = FAILED, f"unexpected error ({type(exc).__name__})"
         return
+    trajectory.seconds += time.monotonic() - started
     status = call_status(completion)
     verdict = parse_verdict(completion.text) if decision.role == VERIFIER else None
     has_worker = any(turn.role == WORKER for turn in trajectory.turns)
@@ -277,6 +282,7 @@ class LiveOutcome:
     decisions: tuple[Decision, ...] = ()
     status: str = ANSWERED
     reason: str | None = None
+    seconds: float = 0.0  # how long its session's model calls took, every turn
 
 
 async def play(items: Sequence[Item], benchmark: Benchmark, decide: Decide, client: Any,
@@ -292,7 +298,7 @@ async def play(items: Sequence[Item], benchmark: Benchmark, decide: Decide, clie
     return [LiveOutcome(item_id=t.item.id, correct=correct.get(id(t), False), n_turns=t.n_turns,
                         cost_usd=t.cost_usd,
                         decisions=tuple(Decision(x.model, x.role) for x in t.turns),
-                        status=t.status, reason=t.failure)
+                        status=t.status, reason=t.failure, seconds=t.seconds)
             for t in trajectories]
 
 

@@ -218,6 +218,18 @@ def test_a_turn_1_verifier_cannot_accept():
     assert trajectory.stop == "accept"
 
 
+class SlowPool(ScriptedPool):
+    async def chat(self, model: str, messages: list[dict]) -> Completion:
+        await asyncio.sleep(0.05)
+        return await super().chat(model, messages)
+
+
+def test_a_session_times_its_model_calls():
+    policy = scripted_policy((QWEN, "Thinker"), (GEMINI, "Worker"), (DEEPSEEK, "Verifier"))
+    trajectory = play(policy, SlowPool(POOL_REPLIES))
+    assert trajectory.n_turns == 3 and 0.15 <= trajectory.seconds < 5
+
+
 def test_stops_early_on_accept_and_totals_the_turns():
     policy = scripted_policy((QWEN, "Thinker"), (GEMINI, "Worker"), (DEEPSEEK, "Verifier"))
     trajectory = play(policy, ScriptedPool(POOL_REPLIES))

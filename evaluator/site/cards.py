@@ -68,6 +68,15 @@ class Reign:
     def cost_per_1k(self) -> float | None:
         return _float(self.card.get("cost_per_1k_usd"))
 
+    @property
+    def live_seconds(self) -> dict[str, float] | None:
+        """Median and 95th percentile seconds of a live question, as the evaluator measured."""
+        value = self.card.get("live_seconds")
+        if not isinstance(value, dict):
+            return None
+        median, p95 = _float(value.get("median")), _float(value.get("p95"))
+        return None if median is None or p95 is None else {"median": median, "p95": p95}
+
     def accuracy(self, benchmarks: Sequence[str]) -> float | None:
         """Mean live accuracy over the benchmarks: the sessions its cost was metered on, as
         the cost chart plots it."""

@@ -122,6 +122,7 @@ class FakePool:
         self.calls.append((bench, len(items)))
         decisions = policy([coordinator_transcript(it.prompt, []) for it in items])
         return [LiveOutcome(item_id=it.id, n_turns=self.turns, cost_usd=self.cost * self.turns,
+                            seconds=1.5 * self.turns,
                             correct=RULES.pool_names.index(d.model) == right_model(it.category),
                             decisions=(d,) * self.turns)
                 for it, d in zip(items, decisions, strict=True)]

@@ -209,6 +209,7 @@ def test_a_new_king_gets_a_router_card_from_public_items_and_its_eval_half(sets,
     assert card["live_questions"] == 18
     assert card["cost_per_1k_usd"] == pytest.approx(1000 * 2 * 0.001)
     assert card["agreement_with_previous"] == 0.5  # it picks the king's model on c0 only
+    assert card["live_seconds"] == {"median": 3.0, "p95": 3.0}  # two turns of 1.5 s each
     check_result(result.public(PRECISION), RULES)
     # a loss carries no card
     lost = evaluate(king, challenger, sets, router, pool, RULES, now=NOW,

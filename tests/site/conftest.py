@@ -91,7 +91,8 @@ def router_card(level: float, tilt: int, previous: bool) -> dict[str, Any]:
     return {"public_items": public, "eval_by_category": evaluated,
             "live_questions": OFFICIAL.live_size * len(OFFICIAL.benchmarks),
             "cost_per_1k_usd": round(0.35 + 0.05 * tilt, 4),
-            "agreement_with_previous": round(0.6 + 0.03 * tilt, 4) if previous else None}
+            "agreement_with_previous": round(0.6 + 0.03 * tilt, 4) if previous else None,
+            "live_seconds": {"median": round(4.2 + 0.1 * tilt, 3), "p95": 11.75}}
 
 
 def breakdown(level: float) -> dict[str, dict[str, float]]:
