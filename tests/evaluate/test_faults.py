@@ -80,9 +80,10 @@ def statuses(result):
 
 
 def without_cost(public):
-    """The record minus what a billed, retried attempt adds: the live cost (and per question)."""
+    """The record minus what a billed, retried attempt adds: the live cost (and per question)
+    and the time its sessions took."""
     card = public.get("router_card") and {k: v for k, v in public["router_card"].items()
-                                          if k != "cost_per_1k_usd"}
+                                          if k not in ("cost_per_1k_usd", "live_seconds")}
     return {k: v for k, v in public.items() if k != "live_cost_usd"} | {"router_card": card}
 
 
