@@ -161,7 +161,7 @@ def _king_card(site: Path) -> str | None:
 
 PAGES = {  # name → path (None: the reigning king's router card)
     "home": "", "router-card": None, "queue": "queue/", "history": "history/",
-    "evaluations": "evaluations/", "miner": "miners/%40ivan/", "fairness": "fairness/",
+    "evaluations": "evaluations/", "miner": "miners/%40heidi/", "fairness": "fairness/",
     "faq": "faq/", "rewards": "rewards/",
 }
 
