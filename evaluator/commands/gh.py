@@ -55,6 +55,7 @@ GATES_MARKER = "<!-- tinyrouter:gates -->"
 EVALUATION_MARKER = "<!-- tinyrouter:evaluation -->"
 EVALUATE_WORKFLOW = "evaluate.yml"
 QUEUE_EVENTS = ("evaluating",)
+APP_ID_ENV, APP_KEY_ENV = "TINYROUTER_APP_ID", "TINYROUTER_APP_PRIVATE_KEY"
 WORKFLOW_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}", re.ASCII)  # a workflow file name, a ref
 INPUT_VALUE_RE = re.compile(r"[A-Za-z0-9_.-]{0,64}", re.ASCII)
 
@@ -141,6 +142,10 @@ def add_gh(gh: argparse.ArgumentParser) -> None:
     announce.add_argument("--head-sha", required=True)
     announce.add_argument("--submission", required=True, help="submissions/<login>/<n>")
     _push_options(announce)
+
+    verb("app-token", "mint this job's token of the repository's GitHub App (from "
+         f"${APP_ID_ENV} and ${APP_KEY_ENV}) as the masked `token` output", run_app_token,
+         pr=False)
 
     dispatch = verb("dispatch", "start a workflow_dispatch workflow", run_dispatch, pr=False)
     dispatch.add_argument("--workflow", required=True, help="file name, e.g. pages.yml")
@@ -329,6 +334,25 @@ def run_dispatch(args: argparse.Namespace) -> int:
         raise GitHubError("--workflow and --ref must be plain names")
     _client(args).dispatch(args.workflow, args.ref, inputs)
     _say(f"dispatched {args.workflow} on {args.ref}")
+    return 0
+
+
+def run_app_token(args: argparse.Namespace) -> int:
+    """The token is masked in the log before it exists anywhere else, and leaves this step only
+    as a step output (never printed, never in a file of the checkout)."""
+    app_id, key = os.environ.get(APP_ID_ENV, "").strip(), os.environ.get(APP_KEY_ENV, "")
+    if not app_id or not key.strip():
+        raise GitHubError(f"{APP_ID_ENV} and {APP_KEY_ENV} must be set (the App's id, a "
+                          "repository variable, and its private key, a repository secret); "
+                          "see the maintaining guide's GitHub setup")
+    token = _client(args).installation_token(app_id, key)
+    print(f"::add-mask::{token}", flush=True)
+    target = os.environ.get("GITHUB_OUTPUT")
+    if not target:
+        raise GitHubError("GITHUB_OUTPUT is not set: app-token only runs as a workflow step")
+    with open(target, "a", encoding="utf-8") as handle:
+        handle.write(f"token={token}\n")
+    _say(f"minted this job's token of App {app_id} for {args.repository}")
     return 0
 
 

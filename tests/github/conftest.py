@@ -2,9 +2,19 @@
 
 The fake API serves pull requests, comments (with their authors), labels and dispatches
 from memory, and the git data a workflow reads (commits, trees, blobs, compare) from the
-bare remote, where a merge really lands on main. `script` makes it answer a matching call
-with an error first (a rate limit, "base branch was modified"); the `clock` fixture stands
-in for the client's sleeps, so waits of a minute take none.
+bare remote, where a merge really lands on the PR's base branch. `script` makes it answer a
+matching call with an error first (a rate limit, "base branch was modified"); the `clock`
+fixture stands in for the client's sleeps, so waits of a minute take none.
+
+It is as strict as GitHub where the workflows depend on it: every call acts as the actor its
+token names (a job's workflow token with that job's permissions, the App's installation
+token, a maintainer), a write the token's permissions do not cover is refused, and the
+branch ruleset is enforced on the merge API and, through a pre-receive hook on the bare
+remote, on `git push`: an actor not on its bypass list gets GitHub's status and message.
+A required check waits for a fork's CI run until a maintainer approves it. A ruleset whose
+bypass list names the GitHub Actions integration is refused as GitHub refuses it. The App
+mints installation tokens from a JWT its private key signs (RS256, checked here). Pushes
+by anything but a workflow token start the push workflows they match (`triggered`).
 
 The replayer runs a job of a real workflow file step by step: `run:` lines call the same
 `tinyrouter` commands (in-process, or through bash to prove hostile text stays data), the
@@ -15,9 +25,12 @@ outputs, and the few actions used are simulated (checkout = the clone already ma
 from __future__ import annotations
 
 import base64
+import fnmatch
+import functools
 import json
 import os
 import re
+import secrets as token_source
 import shlex
 import shutil
 import subprocess
@@ -31,13 +44,22 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 import pytest
 import yaml
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from evaluator import cli
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO_ROOT / ".github" / "workflows"
 REPOSITORY = "tinyrouter/tinyrouter"
-BOT_LOGIN = "github-actions[bot]"
+BOT_LOGIN = "github-actions[bot]"  # who a workflow's own token is
+ACTIONS_INTEGRATION_ID = 15368  # the GitHub Actions integration, as a ruleset names it
+APP_ID, APP_SLUG, INSTALLATION_ID = 424242, "tinyrouter-bot", 5150
+APP_LOGIN = f"{APP_SLUG}[bot]"
+MAINTAINER, MAINTAINER_TOKEN = "maintainer", "maintainer-token"
+CI_CHECKS = ("Lint and test (Python 3.11)", "Lint and test (Python 3.12)")
+RULE_VIOLATION = "Repository rule violations found"
+NOT_ACCESSIBLE = "Resource not accessible by integration"
 GIT_STATUSES = {"A": "added", "M": "modified", "D": "removed", "T": "changed"}
 GIT_IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
                 "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
@@ -52,7 +74,6 @@ class FakeGitHub:
 
     url: str = ""
     git_dir: Path | None = None  # the bare remote the git data comes from, merges go to
-    identity: str = BOT_LOGIN  # who the workflow token is
     pulls: dict[int, dict] = field(default_factory=dict)
     files: dict[int, list[dict]] = field(default_factory=dict)
     comments: dict[int, list[dict]] = field(default_factory=dict)
@@ -63,6 +84,87 @@ class FakeGitHub:
     fail: list[tuple[int, dict]] = field(default_factory=list)
     scripted: list[tuple[str, int, dict, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # token → {"login", "integration" (the app id a ruleset names, or None), "permissions"}
+    tokens: dict[str, dict] = field(default_factory=lambda: {MAINTAINER_TOKEN: {
+        "login": MAINTAINER, "integration": None, "permissions": "admin"}})
+    ruleset: dict | None = None  # the active ruleset on main, as created through the API
+    checks: dict[str, dict[str, str]] = field(default_factory=dict)  # head SHA → check → state
+    pushes: list[dict] = field(default_factory=list)  # accepted pushes and merges to branches
+    events: list[tuple[str, int]] = field(default_factory=list)  # (action, PR): reopened, …
+    app_installed: bool = True
+    actor_now: dict | None = None  # who the call being answered acts as
+
+    # -------------------------------------------------------- actors and their tokens
+
+    def workflow_token(self, permissions: dict[str, str]) -> str:
+        """A job's GITHUB_TOKEN: github-actions[bot] with exactly the job's permissions."""
+        token = f"ghs_workflow{token_source.token_hex(12)}"
+        self.tokens[token] = {"login": BOT_LOGIN, "integration": ACTIONS_INTEGRATION_ID,
+                              "permissions": dict(permissions)}
+        return token
+
+    @property
+    def app_secrets(self) -> dict[str, str]:
+        """The secrets the guide has a maintainer add: the App's id and its private key."""
+        return {"TINYROUTER_APP_ID": str(APP_ID), "TINYROUTER_APP_PRIVATE_KEY": app_key_pem()}
+
+    def actor(self, token: str | None) -> dict | None:
+        return self.tokens.get(token or "")
+
+    def may(self, actor: dict | None, scopes: tuple[str, ...]) -> bool:
+        """Whether the actor's token may write through any of `scopes`."""
+        if actor is None:
+            return False
+        granted = actor["permissions"]
+        return granted == "admin" or any(granted.get(s) == "write" for s in scopes)
+
+    def bypasses(self, actor: dict | None) -> bool:
+        if self.ruleset is None:
+            return True
+        if actor is not None and actor["permissions"] == "admin":
+            return any(b["actor_type"] == "RepositoryRole" for b in self.ruleset["bypass_actors"])
+        return actor is not None and any(
+            b["actor_type"] == "Integration" and b["actor_id"] == actor["integration"]
+            for b in self.ruleset["bypass_actors"])
+
+    def protected(self, ref: str) -> bool:
+        return self.ruleset is not None and ref in \
+            self.ruleset["conditions"]["ref_name"]["include"]
+
+    def violations(self, head_sha: str) -> list[str]:
+        """What the ruleset still asks of a pull request at `head_sha` before a merge."""
+        found = []
+        for rule in (self.ruleset or {}).get("rules", []):
+            if rule["type"] == "required_status_checks":
+                for check in rule["parameters"]["required_status_checks"]:
+                    state = self.checks.get(head_sha, {}).get(check["context"], "expected")
+                    if state != "success":  # an unapproved fork run has reported nothing
+                        found.append(f'Required status check "{check["context"]}" is expected.')
+            if rule["type"] == "pull_request" and \
+                    rule["parameters"].get("required_approving_review_count", 0) > 0:
+                found.append("At least 1 approving review is required by reviewers with write "
+                             "access.")
+        return found
+
+    def approve_fork_run(self, number: int) -> None:
+        """A maintainer approves the fork PR's CI run, which then passes."""
+        sha = self.pulls[number]["head"]["sha"]
+        self.checks[sha] = dict.fromkeys(CI_CHECKS, "success")
+
+    def triggered(self, workflows: Path) -> list[str]:
+        """The push workflows GitHub would start for the accepted pushes so far: none for a
+        push a workflow's own token made."""
+        started = []
+        for push in self.pushes:
+            if push["login"] == BOT_LOGIN:
+                continue
+            for path in sorted(workflows.glob("*.yml")):
+                on = load_workflow(path.name)["on"]
+                spec = on.get("push") if isinstance(on, dict) else None
+                if spec is None or not _matches(push, spec):
+                    continue
+                started.append(path.name)
+        return started
 
     def script(self, route: str, status: int, message: str = "try again",
                headers: dict | None = None, times: int = 1) -> None:
@@ -70,27 +172,50 @@ class FakeGitHub:
         error (the path without /repos/owner/name)."""
         self.scripted += [(route, status, headers or {}, message)] * times
 
-    def add_pull(self, number: int, author: str, head_sha: str, paths: list[str], **extra) -> None:
+    def add_pull(self, number: int, author: str, head_sha: str, paths: list[str],
+                 fork: bool = True, **extra) -> None:
+        """A PR (from a fork, as miners' are: its CI run waits for a maintainer's approval)."""
         self.pulls[number] = {"number": number, "user": {"login": author}, "state": "open",
-                              "merged": False, "head": {"sha": head_sha, "ref": "branch"},
+                              "merged": False,
+                              "head": {"sha": head_sha, "ref": "branch", "repo": {"fork": fork}},
                               "base": {"ref": "main"}, "title": "submission", **extra}
+        self.new_head(number, head_sha)
         self.files[number] = [{"filename": p, "status": "added"} for p in paths]
         self.comments.setdefault(number, [])
         self.labels.setdefault(number, set())
+
+    def new_head(self, number: int, sha: str) -> None:
+        """The PR's head is `sha`: its CI run starts, or waits for approval on a fork."""
+        self.pulls[number]["head"]["sha"] = sha
+        fork = self.pulls[number]["head"]["repo"]["fork"]
+        self.checks[sha] = dict.fromkeys(CI_CHECKS, "action_required" if fork else "success")
 
     def comment_bodies(self, number: int) -> list[str]:
         return [c["body"] for c in self.comments.get(number, [])]
 
     def add_comment(self, number: int, body: str, login: str) -> None:
         """A comment someone else wrote (a stranger, a maintainer)."""
-        self._comment(number, {"body": body}, login)
+        self.comments[number].append({"id": self._next_comment_id(), "body": body,
+                                      "user": {"login": login}})
 
-    def handle(self, method: str, path: str, query: dict, body: dict | None) -> tuple[int, object]:
+    def handle(self, method: str, path: str, query: dict, body: dict | None,
+               token: str | None = None) -> tuple[int, object]:
         with self.lock:  # one call at a time, as the git remote is one repository
-            return self._handle(method, path, query, body)
+            return self._handle(method, path, query, body, token)
 
-    def _handle(self, method: str, path: str, query: dict, body: dict | None) -> tuple[int, object]:
+    def _handle(self, method: str, path: str, query: dict, body: dict | None,
+                token: str | None = None) -> tuple[int, object]:
         self.calls.append((method, path))
+        if path == "/_hook/push":  # the bare remote's pre-receive hook asks
+            return self._hook_push(body)
+        if path.startswith("/app/") or path == f"/repos/{REPOSITORY}/installation":
+            return self._app(method, path, token, body)
+        if token and token not in self.tokens:
+            return 401, {"message": "Bad credentials"}
+        self.actor_now = self.actor(token)
+        denied = self._denied(method, path)
+        if denied:
+            return denied
         if self.fail:
             status, headers = self.fail.pop(0)
             return status, {"message": "try again", "_headers": headers}
@@ -105,9 +230,27 @@ class FakeGitHub:
                 return handler(*match.groups(), query=query, body=body)
         return 404, {"message": f"no route {route}"}
 
+    def _denied(self, method: str, path: str) -> tuple[int, dict] | None:
+        """A write the token does not cover: GitHub's 401 without a token, 403 without the
+        permission."""
+        if method == "GET" or path == "/graphql":
+            return None
+        route = path.removeprefix(f"/repos/{REPOSITORY}")
+        scopes = (("actions",) if "/actions/" in route else
+                  ("contents",) if route.endswith("/merge") else
+                  ("administration",) if route.startswith("/rulesets") else
+                  ("pull_requests",) if route.startswith("/pulls/") else
+                  ("issues", "pull_requests"))
+        if self.actor_now is None:
+            return 401, {"message": "Requires authentication"}
+        if not self.may(self.actor_now, scopes):
+            return 403, {"message": NOT_ACCESSIBLE}
+        return None
+
     def routes(self):
         return (
-            (r"POST /graphql", lambda **_: (200, {"data": {"viewer": {"login": self.identity}}})),
+            (r"POST /graphql", lambda **_: self._viewer()),
+            (r"POST /rulesets", lambda body, **_: self._create_ruleset(body)),
             (r"GET /git/commits/([0-9a-f]+)", lambda sha, **_: self._commit(sha)),
             (r"GET /git/trees/([0-9a-f]+)", lambda sha, **_: self._tree(sha)),
             (r"GET /git/blobs/([0-9a-f]+)", lambda sha, **_: self._blob(sha)),
@@ -132,29 +275,127 @@ class FakeGitHub:
         return 200, {**self.pulls[n], "labels": [{"name": x} for x in sorted(self.labels[n])]}
 
     def _patch_pull(self, n: int, body: dict):
-        self.pulls[n]["state"] = body.get("state", self.pulls[n]["state"])
-        return 200, self.pulls[n]
+        pull = self.pulls[n]
+        if "base" in body:
+            if self._kind(f"refs/heads/{body['base']}") is None:
+                return 422, {"message": "Validation Failed",
+                             "errors": [f"Proposed base branch '{body['base']}' was not found"]}
+            pull["base"]["ref"] = body["base"]
+            self.events.append(("edited", n))
+        state = body.get("state", pull["state"])
+        if state != pull["state"]:
+            if pull["merged"]:
+                return 422, {"message": "Validation Failed",
+                             "errors": ["state cannot be changed. The pull request cannot be "
+                                        "reopened because it has been merged."]}
+            pull["state"] = state
+            self.events.append(("reopened" if state == "open" else "closed", n))
+        return 200, pull
 
     def _page(self, items: list, query: dict):
         per_page, page = int(query.get("per_page", 30)), int(query.get("page", 1))
         return 200, items[(page - 1) * per_page: page * per_page]
 
     def _merge(self, n: int, body: dict):
-        if self.pulls[n]["state"] != "open":
+        pull = self.pulls[n]
+        if pull["state"] != "open":
             return 405, {"message": "Pull Request is not mergeable"}
-        if body.get("sha") != self.pulls[n]["head"]["sha"]:
+        if body.get("sha") != pull["head"]["sha"]:
             return 409, {"message": "Head branch was modified. Review and try the merge again."}
+        base = pull["base"]["ref"]
+        if self.protected(f"refs/heads/{base}") and not self.bypasses(self.actor_now):
+            found = self.violations(body["sha"])
+            if found:
+                return 405, {"message": f"{RULE_VIOLATION}\n\n" + "\n\n".join(found) + "\n"}
         if self.git_dir is not None:
-            self._merge_into_main(n, body["sha"])
+            self._merge_into(base, n, body["sha"])
         self.merges.append((n, body["sha"]))
-        self.pulls[n].update(state="closed", merged=True)
+        pull.update(state="closed", merged=True)
         return 200, {"merged": True}
 
-    def _comment(self, n: int, body: dict, login: str | None = None):
-        comment_id = 1000 + sum(len(c) for c in self.comments.values())
+    def _next_comment_id(self) -> int:
+        return 1000 + sum(len(c) for c in self.comments.values())
+
+    def _comment(self, n: int, body: dict):
+        comment_id = self._next_comment_id()
         self.comments[n].append({"id": comment_id, "body": body["body"],
-                                 "user": {"login": login or self.identity}})
+                                 "user": {"login": self.actor_now["login"]}})
         return 201, {"id": comment_id}
+
+    def _viewer(self):
+        if self.actor_now is None:
+            return 401, {"message": "This endpoint requires you to be authenticated."}
+        return 200, {"data": {"viewer": {"login": self.actor_now["login"]}}}
+
+    # -------------------------------------------------------- rulesets, the App, pushes
+
+    def _create_ruleset(self, body: dict):
+        """POST /repos/{owner}/{repo}/rulesets, as the guide's ruleset is entered."""
+        for actor in body.get("bypass_actors", []):
+            if actor["actor_type"] == "Integration" and actor["actor_id"] == ACTIONS_INTEGRATION_ID:
+                return 422, {"message": "Validation Failed", "errors": [
+                    "Actor GitHub Actions integration must be part of the ruleset source or "
+                    "owner organization"]}
+            if actor["actor_type"] == "Integration" and (actor["actor_id"] != APP_ID
+                                                         or not self.app_installed):
+                return 422, {"message": "Validation Failed",
+                             "errors": [f"Actor {actor['actor_id']} is not installed"]}
+        self.ruleset = body
+        return 201, {"id": 1, **body}
+
+    def _app(self, method: str, path: str, token: str | None, body: dict | None):
+        """The App's own endpoints: a JWT the App's key signed, not a token, authenticates."""
+        claims = verify_app_jwt(token or "")
+        if claims is None:
+            return 401, {"message": "A JSON web token could not be decoded"}
+        if path == f"/repos/{REPOSITORY}/installation" and method == "GET":
+            if not self.app_installed:
+                return 404, {"message": "Not Found"}
+            return 200, {"id": INSTALLATION_ID, "app_id": APP_ID, "app_slug": APP_SLUG}
+        if path == f"/app/installations/{INSTALLATION_ID}/access_tokens" and method == "POST":
+            if (body or {}).get("repositories") not in (None, [REPOSITORY.split("/")[1]]):
+                return 422, {"message": "There is at least one repository that does not exist "
+                                        "or is not accessible to the parent installation."}
+            token = f"ghs_app{token_source.token_hex(16)}"
+            self.tokens[token] = {"login": APP_LOGIN, "integration": APP_ID,
+                                  "permissions": dict((body or {}).get("permissions") or {})}
+            return 201, {"token": token, "expires_at": "2099-01-01T00:00:00Z",
+                         "permissions": self.tokens[token]["permissions"]}
+        return 404, {"message": "Not Found"}
+
+    def _hook_push(self, body: dict):
+        """The pre-receive hook: may the pusher's token update these refs?"""
+        actor = self.actor(body.get("token"))
+        for update in body["updates"]:
+            ref = update["ref"]
+            if ref.startswith("refs/pull/"):
+                continue  # the test's stand-in for a miner pushing to their fork
+            if actor is None:
+                return 200, {"ok": False, "message": "remote: Invalid username or password."}
+            if not self.may(actor, ("contents",)):
+                return 200, {"ok": False, "message": f"remote: Permission to {REPOSITORY}.git "
+                                                     f"denied to {actor['login']}."}
+            if self.protected(ref) and not self.bypasses(actor):
+                return 200, {"ok": False, "message": "\n".join([
+                    f"remote: error: GH013: {RULE_VIOLATION} for {ref}.",
+                    "remote: - Changes must be made through a pull request."])}
+        for update in body["updates"]:
+            if update["ref"].startswith("refs/heads/"):
+                self.pushes.append({"login": actor["login"], "ref": update["ref"],
+                                    "paths": update["paths"]})
+        return 200, {"ok": True}
+
+    def set_up_as_the_guide_says(self, bypass_id: int = APP_ID) -> tuple[int, dict]:
+        """A maintainer creates the guide's ruleset through the API; GitHub's answer."""
+        return self.handle("POST", f"/repos/{REPOSITORY}/rulesets", {},
+                           guide_ruleset(bypass_id), MAINTAINER_TOKEN)
+
+    def attach(self, git_dir: Path) -> None:
+        """Serve git data from `git_dir` and enforce the ruleset on pushes to it."""
+        self.git_dir = git_dir
+        hook = git_dir / "hooks" / "pre-receive"
+        hook.write_text(f"#!{sys.executable}\n" + PRE_RECEIVE.replace("@URL@", self.url))
+        hook.chmod(0o755)
 
     # -------------------------------------------------------- git data, from the bare remote
 
@@ -202,12 +443,15 @@ class FakeGitHub:
                  for status, path in zip(fields[0::2], fields[1::2], strict=False) if path]
         return 200, {"files": files}
 
-    def _merge_into_main(self, n: int, sha: str) -> None:
-        main = self._git("rev-parse", "refs/heads/main").decode().strip()
-        tree = self._git("merge-tree", "--write-tree", main, sha).decode().split()[0]
-        merged = self._git("commit-tree", tree, "-p", main, "-p", sha, "-m",
+    def _merge_into(self, base: str, n: int, sha: str) -> None:
+        ref = f"refs/heads/{base}"
+        tip = self._git("rev-parse", ref).decode().strip()
+        tree = self._git("merge-tree", "--write-tree", tip, sha).decode().split()[0]
+        merged = self._git("commit-tree", tree, "-p", tip, "-p", sha, "-m",
                            f"Merge pull request #{n}").decode().strip()
-        self._git("update-ref", "refs/heads/main", merged, main)
+        self._git("update-ref", ref, merged, tip)
+        paths = self._git("diff", "--name-only", tip, merged).decode().split()
+        self.pushes.append({"login": self.actor_now["login"], "ref": ref, "paths": paths})
 
     def _edit(self, comment_id: int, body: dict):
         for comments in self.comments.values():
@@ -228,6 +472,90 @@ class FakeGitHub:
         return 200, []
 
 
+@functools.cache
+def app_key_pem() -> str:
+    """The App's private key, as GitHub hands it out (PEM, RSA 2048)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption()).decode()
+
+
+def _unb64(part: str) -> bytes:
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+
+def verify_app_jwt(token: str) -> dict | None:
+    """The claims of a JWT the App's key signed with RS256, for this App and still valid, as
+    GitHub checks it (at most ten minutes long, issued no later than a minute from now)."""
+    try:
+        header, claims, signature = token.split(".")
+        if json.loads(_unb64(header)) != {"alg": "RS256", "typ": "JWT"}:
+            return None
+        public = serialization.load_pem_private_key(app_key_pem().encode(), None).public_key()
+        public.verify(_unb64(signature), f"{header}.{claims}".encode(), padding.PKCS1v15(),
+                      hashes.SHA256())
+        data = json.loads(_unb64(claims))
+    except Exception:  # anything that is not a good signature is a bad token
+        return None
+    now = time.time()
+    if str(data.get("iss")) != str(APP_ID) or not data["iat"] <= now + 60 < data["exp"] + 60 \
+            or data["exp"] - data["iat"] > 600:
+        return None
+    return data
+
+
+# The bare remote's pre-receive hook: asks the fake whether the pusher may update the refs.
+PRE_RECEIVE = """
+import json, os, subprocess, sys, urllib.request
+updates = []
+for line in sys.stdin.read().splitlines():
+    old, new, ref = line.split()
+    zero = set(old) == {"0"}
+    paths = subprocess.run(["git", "diff", "--name-only", new] if zero else
+                           ["git", "diff", "--name-only", old, new],
+                           capture_output=True, text=True).stdout.split()
+    updates.append({"ref": ref, "paths": paths})
+body = json.dumps({"token": os.environ.get("GITHUB_TOKEN"), "updates": updates}).encode()
+request = urllib.request.Request("@URL@/_hook/push", data=body, method="POST",
+                                 headers={"content-type": "application/json"})
+answer = json.load(urllib.request.urlopen(request))
+if not answer["ok"]:
+    print(answer["message"], file=sys.stderr)
+    sys.exit(1)
+"""
+
+
+def _matches(push: dict, spec: dict | None) -> bool:
+    """Whether a push matches a workflow's `on.push` filter (branches, paths, paths-ignore)."""
+    spec = spec or {}
+    branch = push["ref"].removeprefix("refs/heads/")
+    if "branches" in spec and branch not in spec["branches"]:
+        return False
+    paths = push["paths"]
+    if "paths" in spec:
+        return any(fnmatch.fnmatch(p, g.replace("**", "*")) for p in paths for g in spec["paths"])
+    if "paths-ignore" in spec:
+        return any(not any(fnmatch.fnmatch(p, g.replace("**", "*")) for g in spec["paths-ignore"])
+                   for p in paths)
+    return True
+
+
+def guide_ruleset(bypass_id: int = APP_ID) -> dict:
+    """The ruleset on main as the maintaining guide has it entered: the App (by default) on
+    the bypass list, a pull request with a code owner's review, the CI checks, no force push,
+    no deletion."""
+    return {"name": "main", "target": "branch", "enforcement": "active",
+            "conditions": {"ref_name": {"include": ["refs/heads/main"], "exclude": []}},
+            "bypass_actors": [{"actor_type": "Integration", "actor_id": bypass_id,
+                               "bypass_mode": "always"}],
+            "rules": [{"type": "deletion"}, {"type": "non_fast_forward"},
+                      {"type": "pull_request", "parameters": {
+                          "required_approving_review_count": 1,
+                          "require_code_owner_review": True}},
+                      {"type": "required_status_checks", "parameters": {
+                          "required_status_checks": [{"context": c} for c in CI_CHECKS]}}]}
+
+
 def _handler_for(fake: FakeGitHub):
     class Handler(BaseHTTPRequestHandler):
         def _serve(self) -> None:
@@ -235,7 +563,10 @@ def _handler_for(fake: FakeGitHub):
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length)) if length else None
             query = {k: v[0] for k, v in parse_qs(url.query).items()}
-            status, payload = fake.handle(self.command, url.path, query, body)
+            auth = self.headers.get("authorization") or ""
+            token = auth.split(" ", 1)[1] if auth.lower().startswith(("bearer ", "token ")) \
+                else None
+            status, payload = fake.handle(self.command, url.path, query, body, token)
             headers = payload.pop("_headers", {}) if isinstance(payload, dict) else {}
             data = b"" if payload is None else json.dumps(payload).encode()
             self.send_response(status)
@@ -373,10 +704,13 @@ class Replayer:
     """Runs one job of a workflow against the workspace clone, the fake API and an event."""
 
     def __init__(self, workspace: Path, event: dict, tmp: Path, bash: bool = False,
-                 needs: dict | None = None, artifacts: dict | None = None) -> None:
+                 needs: dict | None = None, artifacts: dict | None = None,
+                 github: FakeGitHub | None = None) -> None:
         self.workspace, self.event, self.tmp, self.bash = workspace, event, tmp, bash
         self.needs, self.artifacts = needs or {}, artifacts or {}
         self.steps: dict[str, dict] = {}
+        self.github = github  # mints each job's workflow token, holds the secrets and variables
+        self.token = "no-token"
 
     def context(self, expr: str, job_failed: bool) -> object:
         expr = expr.strip()
@@ -407,7 +741,12 @@ class Replayer:
             return step["outputs"].get(parts[3], "") if parts[2] == "outputs" else step[parts[2]]
         if parts[0] == "needs":
             return self.needs[parts[1]]["outputs"].get(parts[3], "")
-        values = {"github.token": "fake-token", "runner.temp": str(self.tmp),
+        if parts[0] in ("secrets", "vars"):
+            store = {} if self.github is None or parts[0] == "vars" else self.github.app_secrets
+            return store.get(parts[1], "")  # GitHub expands an unset one to ""
+        if parts[0] == "github" and parts[1] == "event_name":
+            return self.event.get("_name", "")
+        values = {"github.token": self.token, "runner.temp": str(self.tmp),
                   "github.server_url": "https://github.com", "github.repository": REPOSITORY}
         if name in values:
             return values[name]
@@ -421,6 +760,8 @@ class Replayer:
 
     def run_job(self, workflow: str, job: str) -> JobRun:
         spec = load_workflow(workflow)["jobs"][job]
+        if self.github is not None:
+            self.token = self.github.workflow_token(spec.get("permissions") or {})
         env_base = {k: self.expand(v) for k, v in spec.get("env", {}).items()}
         failed, log = False, []
         for index, step in enumerate(spec["steps"]):

@@ -156,8 +156,8 @@ def test_runner_labels_secrets_and_environment_match_evaluate_yml():
     assert f"`{', '.join(labels)}`" in guide
     assert "--labels gpu" in guide and '"labels": ["self-hosted", "linux", "gpu"]' in guide
     assert f"`{jobs['evaluate']['environment']}` environment" in guide
-    secrets = set(re.findall(r"secrets\.(\w+)", (WORKFLOWS / "evaluate.yml").read_text()))
-    assert secrets == {"BENCHMARK_PASSWORD", "OPENROUTER_API_KEY"}
+    secrets = set(re.findall(r"secrets\.(\w+)", str(jobs["evaluate"])))
+    assert secrets == {"BENCHMARK_PASSWORD", "OPENROUTER_API_KEY"}  # the GPU job's, no other
     for name in secrets:
         assert guide.count(name) >= 2, f"{name}: the seal section and the environment"
 
@@ -181,3 +181,55 @@ def test_paths_and_names_agree_with_the_readme_and_codeowners():
     assert team in guide
     for label in ("gates-passed", "gates-failed"):
         assert label in guide and label in (WORKFLOWS / "gates.yml").read_text()
+
+
+# ---------------------------------------------------------------- the App, the ruleset
+
+def _words(name: str) -> str:
+    return name.replace("_", " ").capitalize()
+
+
+def test_the_apps_permissions_in_the_guide_are_the_ones_its_token_asks_for():
+    from evaluator.github import APP_PERMISSIONS
+
+    guide = rendered()
+    granted = re.search(r"\*\*Repository permissions\*\*: (.*?); \*\*Metadata", guide, re.S).group(1)
+    assert sorted(set(re.findall(r"\*\*([A-Z][a-z ]+)\*\*", granted)) - {"Read and write"}) == \
+        sorted(_words(n) for n in APP_PERMISSIONS)
+    assert set(APP_PERMISSIONS.values()) == {"write"} and "each **Read and write**" in granted
+
+
+def test_the_writing_jobs_mint_the_apps_token_from_the_secrets_the_guide_names():
+    guide = rendered()
+    for name, jobs in (("gates.yml", ("gates",)), ("evaluate.yml", ("announce", "record"))):
+        text = (WORKFLOWS / name).read_text(encoding="utf-8")
+        for job in jobs:
+            spec = workflow(name)["jobs"][job]
+            mint = next(s for s in spec["steps"] if s.get("id") == "token")
+            assert mint["run"] == "tinyrouter gh app-token"
+            assert set(mint["env"]) == {"TINYROUTER_APP_ID", "TINYROUTER_APP_PRIVATE_KEY"}
+            assert spec["environment"] in ("leaderboard", "evaluation")
+            assert f"`{spec['environment']}`" in guide
+        assert "secrets.TINYROUTER_APP_PRIVATE_KEY" in text
+    for name in ("TINYROUTER_APP_ID", "TINYROUTER_APP_PRIVATE_KEY", "Mint this job's token"):
+        assert name in guide
+    assert "Actor GitHub Actions integration must be part of the ruleset source" in \
+        " ".join(guide.split())
+
+
+def test_the_guides_ruleset_is_the_one_the_fake_enforces():
+    """Each rule of the ruleset the strict fake enforces (conftest.guide_ruleset) is a step."""
+    guide = rendered()
+    flat = " ".join(guide.split())
+    for step in ("Include default branch", "Restrict deletions", "Block force pushes",
+                 "Require review from Code Owners", "Always allow", "**Apps**"):
+        assert step in flat
+    for check in ci_check_names():
+        assert f"**{check}**" in guide
+
+
+def test_the_guide_restricts_the_gpu_runners_to_evaluate_on_main():
+    guide = rendered()
+    assert "`OWNER/REPO/.github/workflows/evaluate.yml@refs/heads/main`" in guide
+    assert "A label is not a boundary" in guide
+    assert (WORKFLOWS / "evaluate.yml").is_file()

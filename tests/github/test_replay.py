@@ -32,6 +32,8 @@ from evaluator.train.run import TrainConfig, run_training
 from evaluator.types import AnsweredItem, Item, ModelAnswer
 
 EVENTS = Path(__file__).with_name("events")
+WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
+CI_CHECKS = ("Lint and test (Python 3.11)", "Lint and test (Python 3.12)")
 STRANGER = "mallory"
 
 
@@ -40,7 +42,8 @@ class World:
 
     def __init__(self, fake, remote, make_submission, replayer, tmp: Path) -> None:
         self.fake, self.remote, self.tmp = fake, remote, tmp
-        fake.git_dir = remote.bare
+        fake.attach(remote.bare)
+        fake.set_up_as_the_guide_says()
         self.make_submission, self.replayer = make_submission, replayer
         self.counter = itertools.count()
 
@@ -59,7 +62,7 @@ class World:
     def push(self, number: int, files: dict) -> str:
         """The author pushes again: a new head on the same PR."""
         sha = self.remote.push_to_pr(number, files)
-        self.fake.pulls[number]["head"]["sha"] = sha
+        self.fake.new_head(number, sha)
         return sha
 
     def submit(self, number: int, login: str, seed: int = 0) -> str:
@@ -74,7 +77,8 @@ class World:
         run_dir.mkdir()
         workspace = self.remote.clone(run_dir / "checkout")
         (run_dir / "temp").mkdir()
-        runner = self.replayer(workspace, event, run_dir / "temp", bash=bash, **kwargs)
+        runner = self.replayer(workspace, event, run_dir / "temp", bash=bash, github=self.fake,
+                               **kwargs)
         return runner.run_job(workflow, job), runner
 
     def gates(self, number: int, sha: str, bash: bool = False, title: str | None = None,
@@ -241,7 +245,7 @@ def test_a_strangers_marker_comment_is_never_taken_for_the_bots(world):
 
     stranger, bot = world.fake.comments[7]
     assert (stranger["user"]["login"], stranger["body"]) == (STRANGER, forged)
-    assert bot["user"]["login"] == "github-actions[bot]" and "Gates passed" in bot["body"]
+    assert bot["user"]["login"] == "tinyrouter-bot[bot]" and "Gates passed" in bot["body"]
     assert ("POST", "/graphql") in world.fake.calls  # the identity is asked, not assumed
 
 
@@ -587,8 +591,12 @@ def test_workflow_commands_in_a_receipt_stay_log_text(world, capsys):
     assert "::error title=Gate 4 (receipt)::" in out.out
     for line in printed:  # the runner trims leading space, then reads `::name…` or `##[name…`
         assert not line.lstrip().startswith("##["), line
-        if line.lstrip().startswith("::"):  # only ours: a stop, its resume token, the error
+        if line.lstrip().startswith("::"):  # only ours: a stop, its resume token, the error,
+            # and the mask of the App token the fake minted for this job
             name = re.match(r"::([^ :]*)", line.lstrip()).group(1)
+            if name == "add-mask":
+                assert line.removeprefix("::add-mask::") in world.fake.tokens, line
+                continue
             assert name in ("stop-commands", "error") or re.fullmatch(r"[0-9a-f]{32}", name), line
 
 
@@ -702,7 +710,8 @@ def test_new_king_is_merged_at_the_head_then_recorded_and_the_site_rebuilt(world
     assert world.board("results/alice/1.json")["outcome"] == "king"
     _, body = world.fake.comment_bodies(30)  # the gates comment, then the evaluation
     assert body.startswith("<!-- tinyrouter:evaluation -->") and "new king" in body
-    assert world.fake.dispatches[-1] == {"workflow": "pages.yml", "ref": "main", "inputs": {}}
+    assert world.fake.checks[sha] == dict.fromkeys(CI_CHECKS, "action_required")  # no wait
+    assert world.fake.triggered(WORKFLOWS).count("pages.yml") == 2  # the attempt, the crown
     assert "alice" in (runner.tmp / "summary.md").read_text()
 
 
@@ -894,3 +903,79 @@ def test_an_approved_evaluation_is_announced_on_the_queue(world):
         "event": "evaluating", "miner": "alice", "generation": 1, "pr": 70, "head_sha": sha}
     clone = world.remote.clone(world.tmp / "reader")
     assert Store(clone).queue_events() == [event]
+
+
+# ---------------------------------------------------------------- the token that can do the job
+
+def test_the_guides_ruleset_takes_the_app_and_github_refuses_the_actions_integration(world):
+    status, answer = world.fake.set_up_as_the_guide_says(15368)  # "GitHub Actions"
+    assert status == 422 and "Actor GitHub Actions integration must be part of the ruleset " \
+        "source or owner organization" in answer["errors"][0]
+    status, _ = world.fake.set_up_as_the_guide_says()  # the App, as the guide says
+    assert status == 201
+
+
+def test_the_workflow_token_can_neither_push_to_main_nor_merge_a_forks_king(world, clock):
+    """What the workflows did before the App: every write to main is refused by the ruleset."""
+    import evaluator.github as gh
+
+    sha = world.submit(36, "alice")
+    token = world.fake.workflow_token({"contents": "write", "pull-requests": "write"})
+    checkout = world.remote.clone(world.tmp / "with-workflow-token")
+    (checkout / "leaderboard" / "note.txt").write_text("x")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GITHUB_TOKEN", token)
+        with pytest.raises(GitHubError, match="GH013: Repository rule violations"):
+            gh.publish(checkout, ["leaderboard"], "note", lambda: (checkout / "leaderboard" /
+                                                                   "note.txt").write_text("x"))
+        client = gh.GitHub.from_env()
+        with pytest.raises(gh.MergeRefused, match="Required status check"):
+            client.merge(36, sha, budget_s=10)
+    assert world.fake.merges == [] and world.fake.pulls[36]["state"] == "open"
+
+
+def test_every_push_to_leaderboard_starts_the_sites_build(world):
+    sha = world.submit(37, "alice")  # the gates push the attempt
+    assert world.fake.triggered(WORKFLOWS) == ["pages.yml"]
+    world.run("evaluate.yml", "announce", dispatch_event(37, sha),
+              needs={"prepare": {"outputs": {"pr": "37", "head_sha": sha,
+                                             "submission": "submissions/alice/1"}}})
+    assert world.fake.triggered(WORKFLOWS) == ["pages.yml", "pages.yml"]
+    assert {p["login"] for p in world.fake.pushes} == {"tinyrouter-bot[bot]"}
+
+
+def test_app_token_masks_the_token_then_hands_it_to_the_next_steps(world, tmp_path, monkeypatch,
+                                                                   capsys):
+    output = tmp_path / "output"
+    output.write_text("")
+    for key, value in world.fake.app_secrets.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("GITHUB_OUTPUT", str(output))
+    assert main(["gh", "app-token"]) == 0
+    [line] = output.read_text().splitlines()
+    token = line.removeprefix("token=")
+    assert world.fake.tokens[token]["login"] == "tinyrouter-bot[bot]"
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"::add-mask::{token}\n") and printed.count(token) == 1
+
+
+@pytest.mark.parametrize(("key", "expected"), [
+    ("stranger", "A JSON web token could not be decoded"),  # another App's key
+    ("", "must be set"),
+    ("not a key", "not a PEM private key"),
+])
+def test_app_token_without_the_apps_key_fails_clearly(world, tmp_path, monkeypatch, capsys, key,
+                                                      expected):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    if key == "stranger":
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption()).decode()
+    monkeypatch.setenv("TINYROUTER_APP_ID", "424242")
+    monkeypatch.setenv("TINYROUTER_APP_PRIVATE_KEY", key)
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "output"))
+    assert main(["gh", "app-token"]) == 1
+    assert expected in capsys.readouterr().err
+    assert not (tmp_path / "output").exists()

@@ -27,6 +27,7 @@ EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}")
 # the jobs that push leaderboard/ or merge, and how each run of them may be grouped
 WRITERS = {("gates.yml", "gates"): "gates-pr-${{ github.event.pull_request.number }}",
            ("evaluate.yml", "announce"): None, ("evaluate.yml", "record"): None}
+APP_SECRETS = {"TINYROUTER_APP_ID", "TINYROUTER_APP_PRIVATE_KEY"}
 WRITING = re.compile(r"--push\b|gh (record|merge|announce)\b")
 
 
@@ -94,8 +95,12 @@ def test_run_scripts_expand_no_expressions(workflow, job, step):
 @pytest.mark.parametrize(("workflow", "job", "step"), STEPS)
 def test_secrets_only_in_the_steps_that_need_them(workflow, job, step):
     assert "secrets." not in str(job.get("env", {}))
-    uses_secrets = "secrets." in str(step.get("env", {}))
-    if uses_secrets:
+    secrets = set(re.findall(r"secrets\.(\w+)", str(step.get("env", {}))))
+    if secrets == APP_SECRETS:  # the App's key, only to mint the job's token
+        assert step["run"] == "tinyrouter gh app-token" and step["id"] == "token"
+        assert job["environment"] in ("leaderboard", "evaluation")
+    elif secrets:  # the benchmark's, only to the evaluation itself
+        assert secrets == {"BENCHMARK_PASSWORD", "OPENROUTER_API_KEY"}
         assert workflow == "evaluate.yml" and "tinyrouter" in step["run"] and "evaluate" in step["run"]
 
 
@@ -145,11 +150,24 @@ def test_the_gpu_job_waits_for_no_one():
 
 
 @pytest.mark.parametrize(("workflow", "name", "job"), JOBS)
-def test_no_job_holds_both_a_secret_and_a_write_token(workflow, name, job):
-    if "secrets." in str(job):
-        assert set(job["permissions"].values()) == {"read"}
-    if "write" in job["permissions"].values():
-        assert "secrets." not in str(job)
+def test_no_job_holds_both_the_benchmarks_secrets_and_a_write_token(workflow, name, job):
+    """The App's key is a write token; the benchmark's secrets never meet it or any other."""
+    secrets = set(re.findall(r"secrets\.(\w+)", str(job)))
+    if secrets:
+        assert set(job["permissions"].values()) == {"read"}  # the workflow token only reads
+        assert secrets == APP_SECRETS or not secrets & APP_SECRETS
+    if secrets - APP_SECRETS:
+        assert "self-hosted" in str(job["runs-on"])
+
+
+def test_writes_go_through_the_apps_token_never_the_workflow_token():
+    for path in WORKFLOW_FILES:
+        for name, job in load(path)["jobs"].items():
+            for step in job.get("steps", []):
+                if WRITING.search(step.get("run", "")) or re.search(
+                        r"gh (comment|label|close|dispatch)\b", step.get("run", "")):
+                    assert step["env"]["GITHUB_TOKEN"] == "${{ steps.token.outputs.token }}", \
+                        f"{path.name}:{name}: {step['run']}"
 
 
 def test_evaluation_needs_a_recorded_gates_pass_not_a_label():
