@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluator.gates import GATES
-from evaluator.records import KING, LOST, REJECTED, STALE, VOID, Attempt, Result
+from evaluator.records import KING, LOST, REJECTED, STALE, VOID, WITHDRAWN, Attempt, Result
 from evaluator.rules import Competition
 
 FULL_PLACES = 4  # a king's figures are published in full; shown to this many decimals
@@ -110,7 +110,9 @@ def explain(record: Result | dict[str, Any], rules: Competition) -> Explanation:
     places = _places(rules.disclosure_precision) if outcome == LOST else FULL_PLACES
     if outcome not in (KING, LOST):
         words = {VOID: ("Void", "no score, and the attempt is refunded"),
-                 STALE: ("Stale", "it is evaluated again against the new king")}
+                 STALE: ("Stale", "it is evaluated again against the new king"),
+                 WITHDRAWN: ("Withdrawn", "nothing about its score is published, and the "
+                                          "attempt stays spent")}
         if outcome in words:
             label, then = words[outcome]
             sentence = f"{label}: {_clause(public.reason, outcome)}; {then}."

@@ -258,10 +258,16 @@ def check_scope(sub: Submission, ctx: GateContext) -> str | None:
     reason = _scope_of_changes(sub, ctx) or _scope_of_folder(sub, ctx.rules)
     if reason:
         return reason
-    expected = Store(sub.repo).next_generation(login, ctx.attempts, ctx.pr, exclude=sub.folder)
+    store = Store(sub.repo)
+    expected = store.next_generation(login, ctx.attempts, ctx.pr, exclude=sub.folder)
     if int(generation) != expected:
         return (f"this is generation {generation} but your next generation is {expected}; pack "
                 f"it again as that generation (a renamed folder no longer matches its receipt)")
+    decided = store.decided_generation(login, int(generation))
+    if decided is not None:
+        return (f"generation {generation} of {login} already has a decisive result "
+                f"({decided.outcome}, PR #{decided.pr}) and is not evaluated again; pack your "
+                f"next generation, {int(generation) + 1}, in a new pull request")
     return format_problem(sub.folder / RECEIPT_FILE)
 
 

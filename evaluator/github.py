@@ -73,7 +73,12 @@ class GitHubHTTPError(GitHubError):
 
 
 class MergeRefused(GitHubError):
-    """The pull request cannot be merged at the evaluated head, for good."""
+    """The pull request cannot be merged at the evaluated head, for good. `by_author`: because
+    of what its author did (a new head, a close, another base), not GitHub's refusal."""
+
+    def __init__(self, text: str, by_author: bool = False) -> None:
+        super().__init__(text)
+        self.by_author = by_author
 
 
 @dataclass(frozen=True)
@@ -248,11 +253,16 @@ class GitHub:
         return [_changed(f) for f in data.get("files") or []]
 
     def merge(self, number: int, sha: str, method: str = "merge",
-              budget_s: float = MERGE_BUDGET_S) -> None:
-        """Merge only if the head is still `sha`. While GitHub answers 405/409 because the base
-        branch moved (it often does right after a push to main), retry with backoff for
-        `budget_s`; raise MergeRefused when the merge cannot happen (head moved, PR closed)."""
+              budget_s: float = MERGE_BUDGET_S, base: str | None = None) -> None:
+        """Merge only if the head is still `sha` (and, given `base`, the PR still targets it).
+        While GitHub answers 405/409 because the base branch moved (it often does right after a
+        push to main), retry with backoff for `budget_s`; raise MergeRefused when the merge
+        cannot happen (head moved, PR closed or retargeted: `by_author`)."""
         started, attempt = self.clock(), 0
+        if base is not None:
+            pull = self.pull(number)
+            if pull.base_ref != base:
+                raise MergeRefused(f"its base is {pull.base_ref}, not {base}", by_author=True)
         while True:
             try:
                 self.request("PUT", f"/pulls/{int(number)}/merge",
@@ -262,15 +272,17 @@ class GitHub:
                 if exc.status not in (405, 409):
                     raise
                 if exc.status == 409 and "head" in exc.message.lower():
-                    raise MergeRefused(f"its head is no longer {sha[:12]}") from exc
+                    raise MergeRefused(f"its head is no longer {sha[:12]}",
+                                       by_author=True) from exc
                 refusal = exc
             pull = self.pull(number)
             if pull.merged and pull.head_sha == sha:
                 return  # the merge went through, its answer was lost
             if pull.state != "open":
-                raise MergeRefused("the pull request was closed") from refusal
+                raise MergeRefused("the pull request was closed", by_author=True) from refusal
             if pull.head_sha != sha:
-                raise MergeRefused(f"its head moved to {pull.head_sha[:12]}") from refusal
+                raise MergeRefused(f"its head moved to {pull.head_sha[:12]}",
+                                   by_author=True) from refusal
             wait = min(BACKOFF_S * 2 ** attempt, MAX_BACKOFF_S)
             if self.clock() - started + wait > budget_s:
                 raise MergeRefused(f"GitHub answered {refusal.status} ({refusal.message}) for "

@@ -15,7 +15,7 @@ from typing import Any
 
 from evaluator.errors import LeaderboardError
 from evaluator.files import parse_time
-from evaluator.records import KING, LOST, STALE, UNSCORED, VOID, Crowning, King, Result
+from evaluator.records import DATED, KING, LOST, STALE, UNSCORED, Crowning, King, Result
 from evaluator.rules import WEIGHTS_FILE, Competition
 from evaluator.scoring import TOLERANCE, crowns
 from evaluator.store import (
@@ -98,11 +98,11 @@ def recorded(store: Store, result: Result) -> dict[str, Any] | None:
         existing = store.result(decisive)
         if existing.key == result.key:
             return read_json(decisive)
-        if result.outcome not in (VOID, STALE):
+        if result.outcome not in DATED:
             raise LeaderboardError(
                 f"{store.relative(decisive)} already records PR {existing.pr} at "
                 f"{existing.head_sha}; a result for another PR or commit cannot replace it")
-    for outcome in (VOID, STALE):
+    for outcome in DATED:
         path = store.result_path(result.miner, result.generation, outcome, result.evaluated_at)
         if path.is_file() and store.result(path).key == result.key:
             return read_json(path)
@@ -161,16 +161,37 @@ def _crown(store: Store, data: dict[str, Any], result: Result, applied: Applied)
 
 
 def check_private(public: dict[str, Any], private: dict[str, Any], rules: Competition) -> None:
-    """The private record behind a public one: the same evaluation, the partition it committed."""
+    """The private record behind a public one: the same evaluation, whose public view the
+    disclosure rule computes from the private figures exactly, and the partition it committed:
+    whenever the public record carries a commitment, the private one must hold its seed."""
     record = Result.from_dict(private)
     if private.get("public") != public or Result.from_dict(public).key != record.key:
         raise LeaderboardError("the private record is of another evaluation than the result")
-    if record.partition_commitment is None:
+    recomputed = record.public(rules.disclosure_precision)
+    differ = sorted(k for k in set(recomputed) | set(public) if recomputed.get(k) != public.get(k))
+    if differ:
+        raise LeaderboardError(f"the result's {', '.join(differ)} do not follow from the private "
+                               "record's figures; refusing the result")
+    commitment = public.get("partition_commitment")
+    if commitment is None:
         return  # rejected before a partition was drawn
-    if record.partition is None or record.partition.commitment != public.get(
-            "partition_commitment"):
+    if record.partition is None:
+        raise LeaderboardError("the result carries a partition commitment but the private record "
+                               "holds no partition seed; refusing the result")
+    if record.partition.commitment != commitment:
         raise LeaderboardError("the private record's partition seed does not match the "
                                "result's partition_commitment; refusing the result")
+
+
+def require_king_folder(store: Store, record: dict[str, Any]) -> None:
+    """A crown is applied only where the king's folder is: on the published branch's checkout."""
+    if record.get("outcome") != KING:
+        return
+    folder = store.submission(str(record.get("miner")), str(record.get("generation")))
+    if not (folder / WEIGHTS_FILE).is_file():
+        raise LeaderboardError(f"the result crowns {store.relative(folder)} but that folder is not "
+                               "in this checkout of the published branch; merge its pull request "
+                               "into it first")
 
 
 def _who(king: King | None) -> str:

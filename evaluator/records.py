@@ -20,16 +20,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from evaluator.files import parse_time, try_parse_time
+from evaluator.files import parse_time
 from evaluator.rules import FORMAT_VERSION
 from evaluator.scoring import BenchmarkScore
 
 KING, LOST, REJECTED = "king", "lost", "rejected"
-# VOID: the evaluation could not be trusted (the pool failed, the merge was refused): no score,
+DECISIVE = (KING, LOST, REJECTED)  # a head and its generation are decided for good
+# VOID: the infrastructure failed (the pool, the runner, GitHub refusing the merge): no score,
 # and the attempt is refunded. STALE: the king changed while it ran; it is evaluated again.
-VOID, STALE = "void", "stale"
-OUTCOMES = (KING, LOST, REJECTED, VOID, STALE)
-UNSCORED = (REJECTED, VOID, STALE)  # outcomes whose public record is a reason and no score
+# WITHDRAWN: the PR's author changed it after the evaluation was approved (a new head, a close,
+# another base): no score, nothing published, the attempt stays spent. See `lifecycle`.
+VOID, STALE, WITHDRAWN = "void", "stale", "withdrawn"
+OUTCOMES = (KING, LOST, REJECTED, VOID, STALE, WITHDRAWN)
+UNSCORED = (REJECTED, VOID, STALE, WITHDRAWN)  # a public record of a reason and no score
+DATED = (VOID, STALE, WITHDRAWN)  # recorded in a file of their own, named by their time
 IDENTITY_FIELDS = ("format", "miner", "generation", "pr", "head_sha", "evaluated_at",
                    "benchmark_manifest", "partition_commitment")
 # The disclosure rule as data: the public record of each outcome holds exactly these fields.
@@ -287,18 +291,19 @@ class Result:
 
 
 def refunded_heads(results: Iterable[Result]) -> frozenset[str]:
-    """Head SHAs whose latest evaluation was void: their attempts do not count against the
-    rate limit (SPEC §8). A head evaluated again to a decisive result counts once more;
-    a stale evaluation is neither (it is run again). `results`: any order."""
-    latest: dict[str, tuple[float, str]] = {}
+    """Head SHAs whose attempts do not count against the rate limit (SPEC §8): those with a
+    void evaluation (an infrastructure failure) and no decisive result. A decisive result of
+    the same head wins over a void whatever either's time says (a runner's clock may be
+    ahead); withdrawn and stale evaluations refund nothing. `results`: any order."""
+    void, decided = set(), set()
     for result in results:
-        moment = try_parse_time(result.evaluated_at)
-        if result.head_sha is None or result.outcome == STALE or moment is None:
+        if result.head_sha is None:
             continue
-        seen = latest.get(result.head_sha)
-        if seen is None or moment.timestamp() >= seen[0]:
-            latest[result.head_sha] = (moment.timestamp(), result.outcome)
-    return frozenset(sha for sha, (_, outcome) in latest.items() if outcome == VOID)
+        if result.outcome == VOID:
+            void.add(result.head_sha)
+        elif result.outcome in DECISIVE:
+            decided.add(result.head_sha)
+    return frozenset(void - decided)
 
 
 # ---------------------------------------------------------------- the king and its history

@@ -9,8 +9,8 @@ Layout, relative to the repository root:
     leaderboard/attempts.jsonl                   every attempt that passed the rate-limit gate
     leaderboard/queue.jsonl                      queue events (an approved evaluation starting)
     leaderboard/results/<miner>/<generation>.json  the decisive public result of a submission
-    leaderboard/results/<miner>/<generation>.<void|stale>.<time>.json  an evaluation that was
-                                                 void or stale (the submission is evaluated again)
+    leaderboard/results/<miner>/<generation>.<void|stale|withdrawn>.<time>.json  an evaluation
+                                                 that decided nothing for the generation
 
 `Store` reads strictly by default: a file that is not JSON or breaks its JSON Schema is a
 `LeaderboardError` naming it. `Store(..., lenient=True)` is the site's display mode: files
@@ -44,7 +44,17 @@ from evaluator.files import (
     try_parse_time,
     write_atomic,
 )
-from evaluator.records import STALE, VOID, Attempt, Crowning, King, Result, refunded_heads
+from evaluator.records import (
+    DATED,
+    DECISIVE,
+    STALE,
+    VOID,
+    Attempt,
+    Crowning,
+    King,
+    Result,
+    refunded_heads,
+)
 from evaluator.rules import FORMAT_VERSION, is_generation, is_name
 
 log = logging.getLogger(__name__)
@@ -167,7 +177,7 @@ class Store:
         """Where a result lives. A void or stale evaluation gets a file of its own, named by
         its time, so the later decisive result does not replace it."""
         name = f"{generation}.json"
-        if outcome in (VOID, STALE):
+        if outcome in DATED:
             moment = parse_time(str(evaluated_at))
             name = f"{generation}.{outcome}.{moment.strftime('%Y%m%dT%H%M%SZ')}.json"
         return self.root / RESULTS_DIR / miner / name
@@ -255,14 +265,33 @@ class Store:
                                               r.generation), reverse=True)
 
     def refunded_heads(self) -> frozenset[str]:
-        """Heads whose latest evaluation was void (see records.refunded_heads). Only the
-        submissions with a void evaluation are read (their files are named so), not the
+        """Heads with a void evaluation and no decisive one (see records.refunded_heads). Only
+        the submissions with a void evaluation are read (their files are named so), not the
         season's every result."""
         folder, paths = self.root / RESULTS_DIR, set()
         for void in folder.glob(f"*/*.{VOID}.*.json"):
             generation = void.name.split(".")[0]
             paths.update(void.parent.glob(f"{generation}.*json"))
         return refunded_heads(self.result(path) for path in sorted(paths))
+
+    def ended(self, pr: int | None, head_sha: str | None) -> Result | None:
+        """The result after which this PR's head is never evaluated again, if any: a decisive,
+        void (refunded instead) or withdrawn one (see lifecycle.ENDS_HEAD)."""
+        from evaluator.lifecycle import ends_head
+
+        return next((r for r in self.results() if ends_head(r.outcome) and pr is not None
+                     and (r.pr, r.head_sha) == (pr, head_sha)), None)
+
+    def decided_generation(self, miner: str, generation: int) -> Result | None:
+        """The decisive result of this miner's generation, whichever head it came from (only
+        that generation's decisive file is read, the login compared in any case)."""
+        folder = self.root / RESULTS_DIR
+        for path in sorted(folder.glob(f"*/{int(generation)}.json")):
+            if path.parent.name.lower() == miner.lower():
+                record = self.result(path)
+                if record.outcome in DECISIVE:
+                    return record
+        return None
 
     def decided(self, pr: int | None, head_sha: str | None) -> Result | None:
         """The decisive result of this PR at this head (not void, not stale), if there is one."""

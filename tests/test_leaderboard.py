@@ -452,6 +452,14 @@ def evaluated():
     (lambda pub, priv: pub.update(partition_commitment="0" * 64), r"another evaluation|seed"),
     # a private record of another evaluation
     (lambda pub, priv: priv["public"].update(pr=99), "another evaluation"),
+    # a private record without its seed, saying it drew none, for a public one that committed
+    (lambda pub, priv: priv.update(partition=None, partition_commitment=None), "seed|follow"),
+    (lambda pub, priv: priv.update(partition=None), "holds no partition seed"),
+    # public figures the private ones do not give (the private copy of the public view agrees)
+    (lambda pub, priv: [d.update(composite=0.99) for d in (pub, priv["public"])],
+     "composite do not follow"),
+    (lambda pub, priv: [d["per_benchmark"]["mmlu"].update(score=0.1)
+                        for d in (pub, priv["public"])], "per_benchmark do not follow"),
 ])
 def test_a_result_must_match_its_private_record(repo, tamper, message):
     public, private = evaluated()

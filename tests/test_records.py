@@ -142,11 +142,13 @@ def test_a_rounded_zero_has_no_sign():
 @pytest.mark.parametrize(("history", "refunded"), [
     ([VOID], True),
     ([VOID, LOST], False),  # evaluated again to a decision: the attempt counts once more
-    ([LOST, VOID], True),
+    ([LOST, VOID], False),  # a decision wins over a void, whatever the clocks say
     ([VOID, STALE], True),  # a stale run decides nothing
     ([KING], False),
+    (["withdrawn"], False),  # the author's doing: the slot stays spent
+    ([VOID, "withdrawn"], True),
 ])
-def test_an_attempt_is_refunded_while_its_latest_evaluation_is_void(history, refunded):
+def test_an_attempt_is_refunded_when_void_and_never_decided(history, refunded):
     from evaluator.records import refunded_heads
 
     results = [dataclasses.replace(result(outcome), evaluated_at=f"2026-11-30T1{i}:00:00Z")

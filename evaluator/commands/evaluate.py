@@ -9,12 +9,12 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from evaluator import isolation, vault
-from evaluator.commands.output import annotate, append_summary, github_output, say, write_json_out
-from evaluator.commands.reports import headline, render_result
+from evaluator.commands.output import github_output, say, write_json_out
+from evaluator.commands.reports import headline
 from evaluator.errors import IsolationError, UsageError
 from evaluator.files import format_time, utc_now
 from evaluator.gates import parse_changes
-from evaluator.records import REJECTED, VOID, Result
+from evaluator.records import VOID, Result
 from evaluator.rules import OFFICIAL, Competition, is_commit_sha, is_name
 from evaluator.store import Store, parse_submission_path
 
@@ -176,12 +176,11 @@ def isolation_void(args: argparse.Namespace, relpath: str, why: str) -> Result:
 
 
 def report(public: dict, github: bool, rules: Competition) -> None:
-    """Print the public view only: the outcome line, and for GitHub an annotation and summary."""
-    say([headline(public)], github)
-    if not github:
+    """Print the public view only. In a workflow, nothing about the score at all: the GPU job's
+    log is public before the record job has decided whether the result stands (a PR changed
+    after its approval is withdrawn and publishes nothing), so the verdict is published by the
+    record job alone."""
+    if github:
+        say(["evaluated; the record job publishes the verdict once it is recorded"], github)
         return
-    level = {REJECTED: "error", VOID: "warning"}.get(public["outcome"], "notice")
-    annotate(level, "TinyRouter evaluation", headline(public))
-    summary = render_result("summary", public, rules)
-    if not append_summary(summary):
-        say(summary.splitlines(), github)
+    say([headline(public)], github)

@@ -40,8 +40,16 @@ from evaluator.github import (
     read_at,
     sync,
 )
-from evaluator.leaderboard import UNKNOWN, apply_result, check_result, decide, unscored
-from evaluator.records import KING, STALE, VOID, King
+from evaluator.leaderboard import (
+    UNKNOWN,
+    apply_result,
+    check_result,
+    decide,
+    require_king_folder,
+    unscored,
+)
+from evaluator.lifecycle import withdrawal
+from evaluator.records import KING, STALE, VOID, WITHDRAWN, King
 from evaluator.rules import NAME_RE, is_commit_sha, is_name, is_pr_number
 from evaluator.store import (
     KING_FILE,
@@ -246,10 +254,13 @@ def run_pr_info(args: argparse.Namespace) -> int:
     store = Store(args.repo)
     if args.require_gates_pass:
         store.require_gates_pass(number, head)
-    decided = store.decided(number, head) if args.require_undecided else None
-    if decided is not None:
-        raise GitHubError(f"PR #{number} at {head[:12]} already has a {decided.outcome} result "
-                          "(one decisive evaluation per head)")
+    ended = store.ended(number, head) if args.require_undecided else None
+    if ended is not None:
+        why = {VOID: "its slot was refunded instead: push a new commit to be evaluated again",
+               WITHDRAWN: "it changed after its evaluation was approved"}.get(
+            ended.outcome, "one decisive evaluation per head")
+        raise GitHubError(f"PR #{number} at {head[:12]} already has a {ended.outcome} result "
+                          f"and is not evaluated again ({why})")
     paths = [f.path for f in github.changed_files(number) if f.status == "added"]
     set_outputs({"pr": str(number), "author": pull.author, "head_sha": head,
                  "submission": submission_folder(paths, pull.author)})
@@ -394,6 +405,11 @@ class Recording:
         self.record = unscored(self.result, VOID, f"void: the merge was refused: {why}; nothing "
                                "was crowned, and the attempt is refunded.", self.args.rules)
 
+    def withdraw(self, why: str) -> None:
+        self.record = unscored(self.result, WITHDRAWN, f"withdrawn: {why}; nothing about its "
+                               "score is published, and the attempt stays spent.",
+                               self.args.rules)
+
 
 def _decide(job: Recording) -> None:
     sync(job.args.repo, job.args.remote, job.args.branch)
@@ -401,34 +417,52 @@ def _decide(job: Recording) -> None:
                                      job.against)
 
 
+def _withdraw(job: Recording) -> None:
+    """What the author did to the PR after the approval (lifecycle.withdrawal) withdraws the
+    evaluation, whatever it scored: nothing of the score is published."""
+    if job.already:
+        return
+    why = withdrawal(job.github.pull(job.number), job.sha, job.args.branch)
+    if why is not None:
+        job.withdraw(why)
+
+
 def _merge(job: Recording) -> None:
-    """A new king's PR is merged before anything claims it: guarded by the evaluated head."""
+    """A new king's PR is merged before anything claims it: guarded by the evaluated head and
+    by its base, which must be the published branch."""
     if job.outcome != KING:
         return
     pull = job.github.pull(job.number)
     if pull.merged:
-        if pull.head_sha != job.sha:
-            job.void(f"the pull request was merged at {pull.head_sha[:12]}, not {job.sha[:12]}")
+        if pull.head_sha != job.sha or pull.base_ref != job.args.branch:
+            job.void(f"the pull request was merged at {pull.head_sha[:12]} into "
+                     f"{pull.base_ref}, not at {job.sha[:12]} into {job.args.branch}")
         return
+    why = withdrawal(pull, job.sha, job.args.branch)
     try:
-        if pull.state != "open":
-            raise MergeRefused("the pull request was closed")
-        if pull.head_sha != job.sha:
-            raise MergeRefused(f"its head moved to {pull.head_sha[:12]} after the evaluation")
-        job.github.merge(job.number, job.sha)
+        if why is not None:
+            raise MergeRefused(why, by_author=True)
+        job.github.merge(job.number, job.sha, base=job.args.branch)
     except MergeRefused as exc:
         if job.already:
             raise GitHubError(f"leaderboard/ crowns PR #{job.number} but it cannot be merged: "
                               f"{exc}; a maintainer must settle it by hand") from exc
-        job.void(str(exc))
+        if exc.by_author:
+            job.withdraw(str(exc))
+        else:
+            job.void(str(exc))
         return
     _say(f"merged PR #{job.number} at {job.sha[:12]}")
 
 
 def _publish(job: Recording) -> None:
     """leaderboard/ on main's newest commit; decided again on each try, so a king crowned by a
-    job that pushed first turns this result stale instead of being overwritten."""
+    job that pushed first turns this result stale instead of being overwritten. A crown is
+    applied only where the merge put the king's folder."""
     def apply() -> dict[str, Any]:
+        record, already = decide(Store(job.args.repo), job.record, job.args.rules, job.against)
+        if not already:
+            require_king_folder(Store(job.args.repo), record)
         return apply_result(job.args.repo, job.record, job.args.rules, job.against).record
 
     job.record, pushed = publish(job.args.repo, [LEADERBOARD_DIR],
@@ -450,8 +484,8 @@ def _conclude(job: Recording) -> None:
                             {"pr": str(job.number), "head_sha": job.sha})
         _say(f"PR #{job.number} is evaluated again against the new king")
         return
-    if job.outcome == VOID:
-        return  # refunded; the PR stays open for its next head or a maintainer's re-run
+    if job.outcome in (VOID, WITHDRAWN):
+        return  # refunded or spent; the PR stays as its author left it, for a new head
     pull = job.github.pull(job.number)
     if pull.state == "open" and pull.head_sha == job.sha:
         job.github.close(job.number)
@@ -460,6 +494,7 @@ def _conclude(job: Recording) -> None:
 
 RECORD_STEPS: tuple[tuple[str, Callable[[Recording], None]], ...] = (
     ("decide", _decide),
+    ("withdraw", _withdraw),
     ("merge", _merge),
     ("publish", _publish),
     ("comment", _comment),

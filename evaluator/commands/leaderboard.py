@@ -14,10 +14,13 @@ from evaluator.leaderboard import (
     check_king_folder,
     check_private,
     check_result,
+    decide,
+    require_king_folder,
     seed_king,
     validate_state,
 )
 from evaluator.records import STALE
+from evaluator.store import Store
 
 
 def add_leaderboard(board: argparse.ArgumentParser) -> None:
@@ -96,6 +99,9 @@ def run_apply(args: argparse.Namespace) -> int:
     result = load_result(args.result)
     if args.private:
         check_private(result, load_result(args.private), args.rules)
+    record, already = decide(Store(args.repo), result, args.rules)
+    if not already:
+        require_king_folder(Store(args.repo), record)
     applied = apply_result(args.repo, result, args.rules)
     if not applied.changed:
         print(f"already recorded ({applied.outcome}); nothing changed")

@@ -112,6 +112,7 @@ def test_the_leaderboard_commands_of_the_guide_run_in_its_order(repo, make_submi
                                                                monkeypatch, capsys):
     """The first king seeded from a maintainer's evaluation, then a PR's result applied."""
     make_submission(repo, "alice", 1)
+    make_submission(repo, "bob", 1, seed=1)  # the PR's folder, merged before its crown applies
     monkeypatch.chdir(repo)
     evaluations = iter([crowned("alice", None),  # the reference head, no PR
                         crowned("bob", 7, king=0.6, composite=0.7,
@@ -233,3 +234,18 @@ def test_the_guide_restricts_the_gpu_runners_to_evaluate_on_main():
     assert "`OWNER/REPO/.github/workflows/evaluate.yml@refs/heads/main`" in guide
     assert "A label is not a boundary" in guide
     assert (WORKFLOWS / "evaluate.yml").is_file()
+
+
+def test_the_lifecycle_table_on_the_site_is_the_codes():
+    from evaluator.lifecycle import STATES
+    from evaluator.records import OUTCOMES
+
+    guide = rendered()
+    start = guide.index("| State | What it means")
+    rows = [line for line in guide[start:].split("\n\n")[0].splitlines()[2:]]
+    shown = [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows]
+    assert shown == [[f"**{s.name}**", s.means, s.moved_by, s.slot, ", ".join(s.then) or "final"]
+                     for s in STATES]
+    names = {s.name for s in STATES}
+    assert set(OUTCOMES) <= names  # every recorded outcome is a state of the table
+    assert all(set(s.then) <= names for s in STATES)

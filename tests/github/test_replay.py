@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from evaluator.cli import main
 from evaluator.commands.gh import RECORD_STEPS
@@ -34,6 +35,8 @@ from evaluator.types import AnsweredItem, Item, ModelAnswer
 EVENTS = Path(__file__).with_name("events")
 WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
 CI_CHECKS = ("Lint and test (Python 3.11)", "Lint and test (Python 3.12)")
+GATES_TRIGGERS = yaml.safe_load((WORKFLOWS / "gates.yml").read_text(encoding="utf-8"))[True][
+    "pull_request_target"]["types"]  # YAML 1.1 reads the key `on` as True
 STRANGER = "mallory"
 
 
@@ -65,6 +68,15 @@ class World:
         self.fake.new_head(number, sha)
         return sha
 
+    def author_edits(self, number: int, **body) -> int:
+        """The PR's author changes it through the API (close, reopen, another base)."""
+        author = self.fake.pulls[number]["user"]["login"]
+        self.fake.tokens[f"{author}-token"] = {"login": author, "integration": None,
+                                               "permissions": {"pull_requests": "write"}}
+        status, _ = self.fake.handle("PATCH", f"/repos/tinyrouter/tinyrouter/pulls/{number}", {},
+                                     body, f"{author}-token")
+        return status
+
     def submit(self, number: int, login: str, seed: int = 0) -> str:
         """A PR that passes the gates (its attempt recorded on main); its head SHA."""
         sha = self.open_pr(number, login, self.files(login, seed=seed))
@@ -82,8 +94,10 @@ class World:
         return runner.run_job(workflow, job), runner
 
     def gates(self, number: int, sha: str, bash: bool = False, title: str | None = None,
-              branch: str | None = None):
+              branch: str | None = None, action: str = "opened"):
         event = load_event("pull_request_target.opened.json")
+        assert action in GATES_TRIGGERS
+        event["action"] = action
         pull = event["pull_request"]
         event["number"] = pull["number"] = number
         pull["head"]["sha"] = sha
@@ -729,19 +743,36 @@ def test_loss_is_recorded_and_the_pr_closed_without_merge(world):
     assert "per_benchmark" not in world.fake.comment_bodies(31)[-1]
 
 
-def test_a_head_pushed_after_approval_is_void_never_merged_or_crowned(world):
+AUTHOR_ACTIONS = {
+    "a new head": lambda world, n: world.push(n, world.files("alice", seed=5)),
+    "a close": lambda world, n: world.author_edits(n, state="closed"),
+    "another base": lambda world, n: (world.fake._git("branch", "other", "main"),
+                                      world.author_edits(n, base="other")),
+}
+
+
+@pytest.mark.parametrize("outcome", ["king", "lost"])
+@pytest.mark.parametrize("action", sorted(AUTHOR_ACTIONS))
+def test_an_author_who_changes_the_pr_after_approval_withdraws_it(world, action, outcome):
+    """Neither merged (into any branch) nor crowned nor refunded, and no score published:
+    not the breakdown a king's comment shows, not a loser's composite."""
     sha = world.submit(32, "alice")
-    world.push(32, world.files("alice", seed=5))  # the PR moved while the GPU ran
-    run, _ = world.record(32, sha, crown("alice", 32, sha))
+    AUTHOR_ACTIONS[action](world, 32)  # while the GPU ran
+    record = crown("alice", 32, sha) if outcome == "king" else loss("alice", 32, sha)
+    run, _ = world.record(32, sha, record)
 
     assert all(v == "success" for v in run.outcomes.values()), run.log
     assert world.fake.merges == [] and world.king() is None
-    [void] = world.results("alice")
-    assert void.startswith("1.void.")
-    record = world.board(f"results/alice/{void}")
-    assert "head moved" in record["reason"] and record["composite"] is None
-    assert world.fake.pulls[32]["state"] == "open"  # the newer head is gated on its own
-    assert "void" in world.fake.comment_bodies(32)[-1]
+    [withdrawn] = world.results("alice")
+    assert withdrawn.startswith("1.withdrawn.")
+    public = world.board(f"results/alice/{withdrawn}")
+    assert public["composite"] is None and "per_benchmark" not in public
+    assert "after its evaluation was approved" in public["reason"]
+    body = world.fake.comment_bodies(32)[-1]
+    assert "withdrawn" in body and "0.6" not in body and "0.5" not in body
+    assert Store(world.remote.clone(world.tmp / "board")).refunded_heads() == frozenset()
+    prepared, _ = world.prepare(32, sha)
+    assert prepared.outcomes["pr"] == "failure"  # and it is never evaluated again
 
 
 def test_base_moved_during_merge_is_retried_with_backoff(world, clock):
@@ -979,3 +1010,65 @@ def test_app_token_without_the_apps_key_fails_clearly(world, tmp_path, monkeypat
     assert main(["gh", "app-token"]) == 1
     assert expected in capsys.readouterr().err
     assert not (tmp_path / "output").exists()
+
+
+# ---------------------------------------------------------------- attempts that cannot be gamed
+
+def test_a_king_whose_folder_is_not_on_the_branch_is_refused_by_apply(world, capsys):
+    sha = world.submit(38, "alice")
+    checkout = world.remote.clone(world.tmp / "maintainer")
+    result = world.tmp / "crown.json"
+    result.write_text(json.dumps(crown("alice", 38, sha)))
+    assert main(["leaderboard", "apply", str(result), "--repo", str(checkout)]) == 1
+    assert "not in this checkout of the published branch" in capsys.readouterr().err
+    assert not (checkout / "leaderboard" / "king.json").exists()
+
+
+def test_reopening_a_decided_pr_with_a_new_head_fails_gate_0_and_spends_nothing(world):
+    sha = world.submit(39, "alice")
+    world.record(39, sha, loss("alice", 39, sha))
+    assert world.fake.pulls[39]["state"] == "closed"
+    attempts = world.board("attempts.jsonl")
+    newer = world.push(39, world.files("alice", seed=7))
+    assert world.author_edits(39, state="open") == 200
+    run, runner = world.gates(39, newer, action="reopened")
+
+    assert passed(runner) == "false", run.log
+    body = world.fake.comment_bodies(39)[0]  # the gates comment, updated
+    assert "Gate 0 (scope) failed" in body and "already has a decisive result" in body
+    assert [d for d in world.fake.dispatches if d["inputs"].get("head_sha") == newer] == []
+    assert world.board("attempts.jsonl") == attempts  # gate 0 takes no slot
+
+
+def void(miner: str, pr: int, sha: str, at: str = "2026-11-20T12:00:00Z") -> dict:
+    """A result the evaluator itself voided (the pool refused its calls)."""
+    return {"format": 1, "miner": miner, "generation": 1, "pr": pr, "head_sha": sha,
+            "evaluated_at": at, "outcome": "void", "benchmark_manifest": "f" * 64,
+            "partition_commitment": None, "composite": None, "delta": None,
+            "reason": "void: the pool refused the evaluator's calls"}
+
+
+def test_a_void_is_refunded_and_never_also_evaluated_again(world):
+    sha = world.submit(42, "alice")
+    run, _ = world.record(42, sha, void("alice", 42, sha))
+    assert all(v == "success" for v in run.outcomes.values()), run.log
+    assert "slot is refunded" in world.fake.comment_bodies(42)[-1]
+
+    prepared, _ = world.prepare(42, sha)  # the re-run the refund replaces
+    assert prepared.outcomes["pr"] == "failure"
+    newer = world.push(42, world.files("alice", seed=8))  # the refunded slot, used at once
+    run, runner = world.gates(42, newer, action="synchronize")
+    assert passed(runner) == "true", run.log
+
+
+def test_a_decisive_result_wins_over_a_void_of_the_same_head_whatever_the_clocks(world):
+    sha = world.submit(43, "alice")
+    world.record(43, sha, void("alice", 43, sha, at="2026-11-21T12:00:00Z"))  # clock ahead
+    run, _ = world.record(43, sha, loss("alice", 43, sha, at="2026-11-20T12:00:00Z"))
+    assert all(v == "success" for v in run.outcomes.values()), run.log
+
+    assert world.board("results/alice/1.json")["outcome"] == "lost"
+    assert Store(world.remote.clone(world.tmp / "board")).refunded_heads() == frozenset()
+    newer = world.open_pr(44, "alice", world.files("alice", generation=2, seed=9))
+    run, runner = world.gates(44, newer)
+    assert passed(runner) == "false" and "next slot opens" in world.fake.comment_bodies(44)[-1]
