@@ -137,8 +137,9 @@ def test_the_command_prints_the_figures_and_writes_the_json(tmp_path, capsys):
 def test_the_command_reads_matrix_files_and_refuses_bad_input(tmp_path, capsys):
     path = peer_file(tmp_path, "mmlu")
     assert main(["fairness", "--scale", "0.01", "--matrix", str(path), "--json", "-"]) == 0
-    printed = capsys.readouterr().out
-    data = json.loads(printed[printed.index("\n{") + 1:])  # the summary, then the JSON
+    printed = capsys.readouterr()
+    data = json.loads(printed.out)  # standard output carries the JSON alone
+    assert "equal challenger crowned" in printed.err  # the summary goes to standard error
     assert data["benchmarks"] == ["mmlu"] and data["source"] == "mmlu.json"
     assert main(["fairness", "--scale", "0"]) == 2
     bad = tmp_path / "bad.json"
