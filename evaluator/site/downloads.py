@@ -13,7 +13,6 @@ from typing import Any
 import pandas as pd
 
 from evaluator.explain import Explanation
-from evaluator.files import dumps
 from evaluator.records import KING, PUBLIC_FIELDS, Attempt, Crowning
 from evaluator.rules import Competition
 from evaluator.scoring import BenchmarkScore
@@ -85,5 +84,6 @@ def download_files(state: LeaderboardState, rules: Competition,
                                ("miner", "generation", "benchmark", *BenchmarkScore.FIELDS)),
         "attempts.csv": _csv([a.to_dict() for a in state.attempts], ATTEMPT_COLUMNS),
         "cost.csv": _csv(cost_rows, COST_COLUMNS),
-        "leaderboard.json": dumps(everything),
+        # compact: a season's document is megabytes, and indented JSON is encoded in Python
+        "leaderboard.json": json.dumps(everything, sort_keys=True, separators=(",", ":")) + "\n",
     }

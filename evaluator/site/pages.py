@@ -51,6 +51,7 @@ from evaluator.site.verdicts import Entry, closest, entries
 from evaluator.templating import environment
 
 EVALUATIONS_PER_PAGE = 100  # rows of each Evaluations page; older verdicts on the next ones
+EVALUATION_PAGES = 10  # pages of them; older verdicts are in the search and evaluations.csv
 MINERS_LISTED = 100  # rows of the Miners page; every miner is a search away (miners.json)
 MINERS_JSON = "miners.json"
 CHART_URI = "assets/charts/history.svg"
@@ -344,12 +345,13 @@ def miners_json(state: LeaderboardState, names: dict[str, str],
 def _evaluation_pages(env: Environment, common: dict[str, Any], content: SiteContent) -> None:
     """Evaluations, newest first, EVALUATIONS_PER_PAGE verdicts to a page."""
     verdicts = common["entries"]
-    count = max(1, math.ceil(len(verdicts) / EVALUATIONS_PER_PAGE))
+    count = min(EVALUATION_PAGES, max(1, math.ceil(len(verdicts) / EVALUATIONS_PER_PAGE)))
     template = env.get_template("site/evaluations.md.j2")
     for page in range(1, count + 1):
         uri = evaluations_uri(page)
         rows = verdicts[(page - 1) * EVALUATIONS_PER_PAGE:page * EVALUATIONS_PER_PAGE]
         pager = {"page": page, "pages": count, "total": len(verdicts),
+                 "paged": min(len(verdicts), count * EVALUATIONS_PER_PAGE),
                  "newer": evaluations_uri(page - 1) if page > 1 else None,
                  "older": evaluations_uri(page + 1) if page < count else None}
         content.pages[uri] = template.render(common, page_uri=uri, entries=rows, pager=pager)

@@ -165,6 +165,7 @@ def test_evaluations_are_paged_newest_first(tmp_path, monkeypatch):
     from evaluator.site import pages
 
     monkeypatch.setattr(pages, "EVALUATIONS_PER_PAGE", 2)
+    monkeypatch.setattr(pages, "EVALUATION_PAGES", 3)
     board = Board(tmp_path / "leaderboard")
     board.submit("alice", 1, 0, "king", 0.6)
     for day, miner in enumerate(["bob", "carol", "dave", "erin"], start=1):
@@ -175,6 +176,10 @@ def test_evaluations_are_paged_newest_first(tmp_path, monkeypatch):
     assert "5 verdicts, 2 on this page" in first and "erin" in first and "dave" in first
     assert "Evaluations, page 2 of 3" in second and "carol" in second and "bob" in second
     assert "alice" in third and "older" not in third and "erin" not in third
+    monkeypatch.setattr(pages, "EVALUATION_PAGES", 2)  # a season longer than the pages kept
+    site = build_site(tmp_path / "public", board.save(), OFFICIAL)
+    assert not (site / "evaluations/3").exists()
+    assert "newest 4 of 5 verdicts" in article_of(site / "evaluations/2/index.html")
     nav = (site / "index.html").read_text(encoding="utf-8")
     assert "evaluations/2/" not in nav  # older pages are reached from the first, not the menu
 
