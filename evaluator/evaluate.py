@@ -42,15 +42,16 @@ from evaluator.records import (
     Result,
     disclosed,
 )
-from evaluator.rules import LIVE_SPLIT, PARTITION, POOL_SPLIT, ROLES, WEIGHTS_FILE, Competition
+from evaluator.rules import AUDIT_SPLIT, LIVE_SPLIT, PARTITION, POOL_SPLIT, ROLES, WEIGHTS_FILE, Competition
 from evaluator.scoring import (
     BenchmarkScore,
     Measured,
     accuracy,
     composite,
     crowns,
+    judge_gap,
     novelty,
-    overfit,
+    overfit_gap,
     paired_interval,
     score_benchmark,
 )
@@ -94,6 +95,7 @@ class HeadRun:
     decisions: dict[str, dict[str, list[Decision]]] = field(default_factory=dict)
     correct: dict[str, dict[str, list[bool]]] = field(default_factory=dict)
     live: dict[str, list[LiveOutcome]] = field(default_factory=dict)
+    best: dict[str, dict[str, list[bool]]] = field(default_factory=dict)  # the best single model
     scores: dict[str, BenchmarkScore] = field(default_factory=dict)
     composite: float | None = None
 
@@ -104,7 +106,8 @@ class HeadRun:
     def measured(self, bench: str, rules: Competition) -> Measured:
         live = self.live.get(bench, [])
         return Measured.of(self.correct[bench]["eval"], self.correct[bench]["audit"],
-                           [o.correct for o in live], [turns(o, rules) for o in live])
+                           [o.correct for o in live], [turns(o, rules) for o in live],
+                           *(self.best.get(bench, {}).get(s, ()) for s in PARTITION))
 
     def failed_live(self) -> tuple[int, int]:
         """(live questions whose session failed for infrastructure reasons, live questions)."""
@@ -141,7 +144,7 @@ def turns(outcome: LiveOutcome, rules: Competition) -> int:
 
 def partition(rows: Sequence[AnsweredItem], seed: str, bench: str,
               rules: Competition) -> dict[str, list[AnsweredItem]]:
-    """This evaluation's eval and audit halves of one benchmark's pool, by the secret seed.
+    """This evaluation's eval half of one benchmark's pool, and the rest, by the secret seed.
 
     An item's place is the HMAC of its id under the seed, so the halves depend on nothing
     a miner sees, and the same seed gives the same halves.
@@ -151,17 +154,33 @@ def partition(rows: Sequence[AnsweredItem], seed: str, bench: str,
                              f"partition {rules.pool_size}")
     key = hmac.new(seed.encode(), bench.encode(), hashlib.sha256).digest()
     order = sorted(rows, key=lambda r: hmac.new(key, r.item.id.encode(), hashlib.sha256).digest())
-    return {"eval": order[:rules.eval_size], "audit": order[rules.eval_size:]}
+    return {"eval": order[:rules.eval_size], "rest": order[rules.eval_size:]}
+
+
+def scored_items(sets: Sets, seed: str, rules: Competition
+                 ) -> dict[str, dict[str, list[AnsweredItem]]]:
+    """Per benchmark, what the cached decisions are graded on: this evaluation's eval half of
+    the pool (public-dataset items) and the whole audit (items never published)."""
+    return {bench: {"eval": partition(pool_rows(sets, bench), seed, bench, rules)["eval"],
+                    "audit": pool_rows(sets, bench, AUDIT_SPLIT)}
+            for bench in rules.benchmarks}
+
+
+def best_model(rows: Sequence[AnsweredItem], rules: Competition) -> str:
+    """The single model whose cached answers are right most often on `rows` (pool order breaks
+    ties): the yardstick the overfit gap measures each set's accuracy against."""
+    hits = [sum(r.answers[m].correct for r in rows) for m in rules.pool_names]
+    return rules.pool_names[hits.index(max(hits))]
 
 
 # ---------------------------------------------------------------- measuring
 
 
-def pool_rows(sets: Sets, bench: str) -> list[AnsweredItem]:
+def pool_rows(sets: Sets, bench: str, split: str = POOL_SPLIT) -> list[AnsweredItem]:
     try:
-        rows = sets[bench][POOL_SPLIT]
+        rows = sets[bench][split]
     except KeyError as exc:
-        raise BenchmarkError(f"the sealed benchmark has no {bench} {POOL_SPLIT} split") from exc
+        raise BenchmarkError(f"the sealed benchmark has no {bench} {split} split") from exc
     return [r if isinstance(r, AnsweredItem) else AnsweredItem.from_dict(r) for r in rows]
 
 
@@ -174,11 +193,16 @@ def live_items(sets: Sets, bench: str) -> list[Item]:
 
 def measure_cached(run: HeadRun, router: Router, theta: np.ndarray,
                    halves: Mapping[str, Mapping[str, list[AnsweredItem]]],
-                   rules: Competition, who: str = CHALLENGER_LABEL) -> None:
+                   rules: Competition, who: str = CHALLENGER_LABEL,
+                   best: Mapping[str, str] | None = None) -> None:
     """Turn-1 decisions on eval and audit; each picks that model's cached, graded answer.
-    `who` (challenger or king) labels the log lines."""
+    `who` (challenger or king) labels the log lines; `best`: each benchmark's best single
+    model, whose answers on the same items the overfit gap compares with."""
     for bench in rules.benchmarks:
         rows = halves[bench]
+        if best is not None:
+            run.best[bench] = {split: [r.answers[best[bench]].correct for r in rows[split]]
+                               for split in PARTITION}
         transcripts = [coordinator_transcript(r.item.prompt, []) for s in PARTITION
                        for r in rows[s]]
         decisions = router.decide(transcripts, theta, reuse=True)
@@ -206,17 +230,17 @@ def measure_live(run: HeadRun, router: Router, theta: np.ndarray, sets: Sets,
 
 
 def first_overfit(run: HeadRun, rules: Competition) -> str | None:
-    """The reason a miner reads when the eval/audit gap on some benchmark is too wide.
+    """The reason a miner reads when the overfit gap on some benchmark is too wide.
 
     It names the benchmark and the limit, never the gap: its digits would give away how the
-    head does on the hidden audit half.
+    head does on the hidden audit items.
     """
     for bench in rules.benchmarks:
-        cached, audit = (accuracy(run.correct[bench][s]) for s in PARTITION)
-        if overfit(cached, audit, rules).rejected:
-            return (f"{OVERFIT_GATE}: on {bench} the head's accuracy on this evaluation's hidden "
-                    f"eval half exceeds its audit half by more than the limit of "
-                    f"{rules.overfit_reject_gap}; it fits questions, not the task")
+        if judge_gap(overfit_gap(run.measured(bench, rules), rules), rules).rejected:
+            return (f"{OVERFIT_GATE}: on {bench} the head leads the best single model on this "
+                    f"evaluation's eval items (drawn from the public dataset) by more than on "
+                    f"the audit items (never published), beyond the limit of "
+                    f"{rules.overfit_reject_gap}; it fits known questions, not the task")
     return None
 
 
@@ -229,7 +253,8 @@ def score_run(run: HeadRun, novelties: Mapping[str, float], rules: Competition) 
             live_acc=accuracy([o.correct for o in live]),
             avg_turns=(float(np.mean([turns(o, rules) for o in live])) if live
                        else float(rules.max_turns)),
-            nov=novelties[bench], rules=rules)
+            nov=novelties[bench], rules=rules,
+            gap=float(overfit_gap(run.measured(bench, rules), rules)))
     run.composite = composite({b: s.score for b, s in run.scores.items()}, rules)
 
 
@@ -262,10 +287,10 @@ def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: 
 
     `public`: the challenger's routing on the public train items, for a new king's card."""
     stamp = Stamp(challenger, now or utc_now(), manifest_hash, drawn or Partition.draw())
-    halves = {bench: partition(pool_rows(sets, bench), stamp.partition.seed, bench, rules)
-              for bench in rules.benchmarks}
+    halves = scored_items(sets, stamp.partition.seed, rules)
+    best = {bench: best_model(pool_rows(sets, bench), rules) for bench in rules.benchmarks}
     mine = HeadRun()
-    measure_cached(mine, router, challenger.theta, halves, rules)
+    measure_cached(mine, router, challenger.theta, halves, rules, best=best)
     reason = first_overfit(mine, rules)
     if reason is not None:
         log.info("overfit gate: rejected")
@@ -273,7 +298,7 @@ def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: 
     theirs = None
     if king is not None:
         theirs = HeadRun()
-        measure_cached(theirs, router, king.theta, halves, rules, who=KING_LABEL)
+        measure_cached(theirs, router, king.theta, halves, rules, who=KING_LABEL, best=best)
     novelties = {b: novelty(mine.decisions[b]["eval"],
                             None if theirs is None else theirs.decisions[b]["eval"], rules)
                  for b in rules.benchmarks}

@@ -49,8 +49,9 @@ from evaluator.scoring import (
     Measured,
     composite,
     crowns,
+    judge_gap,
     novelty,
-    overfit,
+    overfit_gap,
     paired_interval,
     score_benchmark,
 )
@@ -74,6 +75,12 @@ class Matrix:
 
     source: str
     p: dict[str, np.ndarray]
+    # what a head can learn of each item's chances (the demo: its category's persona skills);
+    # None: the chances themselves
+    known: dict[str, np.ndarray] | None = None
+
+    def learnable(self, bench: str) -> np.ndarray:
+        return self.p[bench] if self.known is None else self.known[bench]
 
     def check(self, rules: Competition) -> None:
         for bench, p in self.p.items():
@@ -88,11 +95,16 @@ def demo_matrix(rules: Competition) -> Matrix:
 
     sim = bundled_simulator(rules)
     by_bench: dict[str, list[list[float]]] = {b: [] for b in rules.benchmarks}
+    skills: dict[str, list[list[float]]] = {b: [] for b in rules.benchmarks}
     for entry in sim.entries:
-        if entry.item.benchmark in by_bench:
-            by_bench[entry.item.benchmark].append(
-                [float(sim.worker_right(m, entry.item)) for m in rules.pool_names])
-    return Matrix("the demo corpus", {b: np.array(rows) for b, rows in by_bench.items() if rows})
+        item = entry.item
+        if item.benchmark in by_bench:
+            by_bench[item.benchmark].append(
+                [float(sim.worker_right(m, item)) for m in rules.pool_names])
+            skills[item.benchmark].append(
+                [sim.skill(m, item.benchmark, item.category) for m in rules.pool_names])
+    return Matrix("the demo corpus", {b: np.array(rows) for b, rows in by_bench.items() if rows},
+                  {b: np.array(rows) for b, rows in skills.items() if rows})
 
 
 def read_matrix(paths: Sequence[Path], rules: Competition) -> Matrix:
@@ -157,11 +169,14 @@ Halves = dict[str, tuple[np.ndarray, np.ndarray]]
 
 
 def draw_halves(rules: Competition, rng: np.random.Generator) -> Halves:
-    """This evaluation's partition of every benchmark's pool into eval and audit."""
+    """This evaluation's eval items and audit items of every benchmark, as indices into the
+    drawn pool: the audit stands for the private audit, items like the pool's that no head was
+    fitted to (`memoriser` is the head that was fitted to the eval items)."""
     halves = {}
     for bench in rules.benchmarks:
-        order = rng.permutation(rules.pool_size)
-        halves[bench] = (order[:rules.eval_size], order[rules.eval_size:])
+        order = rng.permutation(max(rules.pool_size, rules.eval_size + rules.audit_size))
+        halves[bench] = (order[:rules.eval_size],
+                         order[rules.eval_size:rules.eval_size + rules.audit_size])
     return halves
 
 
@@ -248,9 +263,11 @@ def improvement_slope(matrix: Matrix, disagreement: float, rules: Competition) -
 def measure(hidden: Hidden, head: Head, halves: Halves, bench: str) -> Measured:
     pool = hidden.pool[bench][np.arange(head.pool[bench].size), head.pool[bench]]
     live = hidden.live[bench][np.arange(head.live[bench].size), head.live[bench]]
+    best = hidden.pool[bench][:, int(np.argmax(hidden.pool[bench].mean(axis=0)))]
     eval_idx, audit_idx = halves[bench]
     return Measured(pool[eval_idx].astype(float), pool[audit_idx].astype(float),
-                    live.astype(float), head.turns[bench].astype(float))
+                    live.astype(float), head.turns[bench].astype(float),
+                    best[eval_idx].astype(float), best[audit_idx].astype(float))
 
 
 def _decisions(choices: np.ndarray) -> list[Decision]:
@@ -283,10 +300,12 @@ def score(hidden: Hidden, head: Head, halves: Halves, nov: dict[str, float],
     for bench in rules.benchmarks:
         m = measured[bench] = measure(hidden, head, halves, bench)
         cached, audit = float(m.eval_correct.mean()), float(m.audit_correct.mean())
-        verdict = overfit(cached, audit, rules)
+        gap = float(overfit_gap(m, rules))
+        verdict = judge_gap(gap, rules)
         penalised[bench], rejected[bench] = verdict.penalty < 1.0, verdict.rejected
         scores[bench] = score_benchmark(cached, audit, float(m.live_correct.mean()),
-                                        float(m.live_turns.mean()), nov[bench], rules).score
+                                        float(m.live_turns.mean()), nov[bench], rules,
+                                        gap=gap).score
     return Scored(composite(scores, rules), any(rejected.values()), penalised, rejected, measured)
 
 
@@ -335,6 +354,45 @@ def honest_rates(matrix: Matrix, rules: Competition, trials: int,
         "any": {"penalty": _rate([h[0] for h in anyone]),
                 "reject": _rate([h[1] for h in anyone])},
     }
+
+
+def memorisation_rates(matrix: Matrix, rules: Competition, trials: int,
+                       rng: np.random.Generator) -> dict[str, Any]:
+    """The overfit gate as an evaluation runs it, on a head that learnt the task (the router:
+    on each item the model whose chance it can learn is highest) and on one fitted to every
+    public item (the memoriser: on the eval items, which it could collect, a model whose cached
+    answer was right where one was; on the never-published audit items, the router's choice).
+    Per head: how often the gate penalises or rejects it on any benchmark, and its mean lead
+    over the best single model on the eval and on the audit items."""
+    rows: dict[str, list[tuple[bool, bool, float, float]]] = {"router": [], "memoriser": []}
+    for _ in range(trials):
+        found: dict[str, list[tuple[bool, bool, float, float]]] = {"router": [], "memoriser": []}
+        for bench in rules.benchmarks:
+            p, learnt = matrix.p[bench], matrix.learnable(bench)
+            need = rules.eval_size + rules.audit_size
+            picked = rng.choice(len(p), need, replace=len(p) < need)
+            right = rng.random((need, rules.n_models)) < p[picked]
+            router = np.argmax(learnt[picked], axis=1)
+            fitted = np.where(right.any(axis=1), np.argmax(right, axis=1), router)
+            fitted[rules.eval_size:] = router[rules.eval_size:]
+            best = right[:, int(np.argmax(right[:rules.eval_size].mean(axis=0)))].astype(float)
+            for name, choice in (("router", router), ("memoriser", fitted)):
+                mine = right[np.arange(need), choice].astype(float)
+                m = Measured(mine[:rules.eval_size], mine[rules.eval_size:], np.zeros(0),
+                             np.zeros(0), best[:rules.eval_size], best[rules.eval_size:])
+                verdict = judge_gap(float(overfit_gap(m, rules)), rules)
+                found[name].append((verdict.penalty < 1.0, verdict.rejected,
+                                    float((m.eval_correct - m.eval_best).mean()),
+                                    float((m.audit_correct - m.audit_best).mean())))
+        for name, per_bench in found.items():
+            rows[name].append((any(f[0] for f in per_bench), any(f[1] for f in per_bench),
+                               float(np.mean([f[2] for f in per_bench])),
+                               float(np.mean([f[3] for f in per_bench]))))
+    return {"audit_size": rules.audit_size,
+            **{name: {"penalty": _rate([r[0] for r in got]), "reject": _rate([r[1] for r in got]),
+                      "eval_lead": float(np.mean([r[2] for r in got])),
+                      "audit_lead": float(np.mean([r[3] for r in got]))}
+               for name, got in rows.items()}}
 
 
 def crown_rate(matrix: Matrix, rules: Competition, trials: int, rng: np.random.Generator,
@@ -440,6 +498,8 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
                     "reference": honest_rates(reference_matrix(old_split), old_split,
                                               budget.honest, next(streams))},
     }
+    progress("memorising heads")
+    memorisation = memorisation_rates(matrix, rules, budget.crown, next(streams))
     progress("equal challengers")
     false_crown = [{"disagreement": d, **crown_rate(matrix, rules, budget.crown, next(streams), d)}
                    for d in DISAGREEMENTS]
@@ -459,7 +519,7 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
     return {
         "format": FORMAT, "source": matrix.source, "seed": seed,
         "trials": dataclasses.asdict(budget), "benchmarks": list(rules.benchmarks),
-        "honest": honest, "false_crown": false_crown,
+        "honest": honest, "memorisation": memorisation, "false_crown": false_crown,
         "power": power,
         "hill_climb": hill,
     }

@@ -22,11 +22,15 @@ RECEIPT_FORMAT = 1
 BENCHMARKS = ("math500", "mmlu", "livecodebench")
 ROLES = ("Thinker", "Worker", "Verifier")
 SVF_MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-# A benchmark is sealed as two splits: the scored pool (each item with every pool model's
-# cached answer) and the live questions. Each evaluation partitions the pool afresh, with a
-# secret seed drawn on the runner, into the eval and audit halves.
-POOL_SPLIT, LIVE_SPLIT = "pool", "live"
-SPLITS = (POOL_SPLIT, LIVE_SPLIT)
+# A benchmark is sealed as three splits: the scored pool and the live questions, drawn from the
+# public dataset by the secret seed, and the audit, items from a private source that was never
+# published (so no miner can have collected answers for them). Pool and audit items carry every
+# pool model's cached answer. Each evaluation scores a fresh half of the pool, drawn with a
+# secret seed on the runner, as its eval items, and the whole audit.
+POOL_SPLIT, LIVE_SPLIT, AUDIT_SPLIT = "pool", "live", "audit"
+SPLITS = (POOL_SPLIT, LIVE_SPLIT)  # drawn from the public dataset
+SEALED_SPLITS = (*SPLITS, AUDIT_SPLIT)
+ANSWERED_SPLITS = (POOL_SPLIT, AUDIT_SPLIT)
 PARTITION = ("eval", "audit")
 
 WEIGHTS_FILE = "weights.safetensors"
@@ -167,6 +171,10 @@ class Competition:
     overfit_reject_gap: float = 0.15
     overfit_penalty_gap: float = 0.08
     overfit_penalty_factor: float = 0.85
+    # the overfit gap is charged at its one-sided lower confidence bound at this level, so the
+    # audit's sampling noise penalises an honest head rarely even in a small audit; measured by
+    # `tinyrouter fairness` (its memorisation figures), which also shows what it lets through
+    overfit_confidence: float = 0.8
     novelty_questions: int = 50
     novelty_without_king: float = 0.5
     bootstrap_resamples: int = 2000
@@ -208,12 +216,18 @@ class Competition:
 
     @property
     def pool_size(self) -> int:
-        return self.eval_size + self.audit_size
+        """The sealed pool: twice the eval items, so each evaluation scores a fresh half."""
+        return 2 * self.eval_size
 
     @property
     def split_sizes(self) -> dict[str, int]:
-        """Items per sealed split."""
+        """Items per split drawn from the public dataset."""
         return {POOL_SPLIT: self.pool_size, LIVE_SPLIT: self.live_size}
+
+    @property
+    def sealed_sizes(self) -> dict[str, int]:
+        """Items per sealed split, the private audit included."""
+        return {**self.split_sizes, AUDIT_SPLIT: self.audit_size}
 
     @property
     def partition_sizes(self) -> dict[str, int]:
@@ -241,10 +255,11 @@ class Competition:
         data["pool"] = [dataclasses.asdict(m) for m in self.pool]
         data["benchmarks"] = list(self.benchmarks)
         for name in ("n_models", "n_roles", "head_shape", "n_head_params", "n_params", "pool_size",
-                     "split_sizes", "partition_sizes", "pool_names", "train_popsize"):
+                     "split_sizes", "sealed_sizes", "partition_sizes", "pool_names", "train_popsize"):
             value = getattr(self, name)
             data[name] = list(value) if isinstance(value, tuple) else value
         data.update(roles=list(ROLES), svf_matrices=list(SVF_MATRICES), splits=list(SPLITS),
+                    sealed_splits=list(SEALED_SPLITS),
                     partition=list(PARTITION),
                     submission_files=list(SUBMISSION_FILES), weights_file=WEIGHTS_FILE,
                     receipt_file=RECEIPT_FILE, readme_file=README_FILE,

@@ -8,13 +8,15 @@ with exactly the arithmetic of the point estimate.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
+from statistics import NormalDist
 from typing import ClassVar
 
 import numpy as np
 
-from evaluator.rules import Competition
+from evaluator.rules import PARTITION, Competition
 from evaluator.types import Decision
 
 # Accuracies are small fractions; a gap or margin equal to a rule in decimal must count as equal.
@@ -58,16 +60,20 @@ def accuracy(correct: Sequence[bool]) -> float:
 
 
 def penalty(gap, rules: Competition):
-    """The overfit factor for a gap (cached − audit): the penalty factor above the penalty gap."""
+    """The overfit factor for a gap: the penalty factor above the penalty gap."""
     return np.where(np.asarray(gap) > rules.overfit_penalty_gap + TOLERANCE,
                     rules.overfit_penalty_factor, 1.0)
 
 
-def overfit(cached_acc: float, audit_acc: float, rules: Competition) -> Overfit:
+def judge_gap(gap: float, rules: Competition) -> Overfit:
     """gap > reject gap rejects; gap > penalty gap multiplies the score by the penalty factor."""
-    gap = cached_acc - audit_acc
     return Overfit(gap=gap, penalty=float(penalty(gap, rules)),
                    rejected=gap > rules.overfit_reject_gap + TOLERANCE)
+
+
+def overfit(cached_acc: float, audit_acc: float, rules: Competition) -> Overfit:
+    """The gate on the plain gap cached − audit (see `overfit_gap` for the evaluation's)."""
+    return judge_gap(cached_acc - audit_acc, rules)
 
 
 def efficiency(avg_turns, live_acc, rules: Competition):
@@ -99,10 +105,11 @@ def bench_score(cached_acc, live_acc, eff, nov, factor, rules: Competition):
 
 
 def score_benchmark(cached_acc: float, audit_acc: float, live_acc: float, avg_turns: float,
-                    nov: float, rules: Competition) -> BenchmarkScore:
-    """All components of one benchmark from the measured accuracies, turns and novelty."""
+                    nov: float, rules: Competition, gap: float | None = None) -> BenchmarkScore:
+    """All components of one benchmark from the measured accuracies, turns and novelty;
+    `gap`: the overfit gap (`overfit_gap`), by default cached − audit."""
     eff = float(efficiency(avg_turns, live_acc, rules))
-    factor = float(penalty(cached_acc - audit_acc, rules))
+    factor = float(penalty(cached_acc - audit_acc if gap is None else gap, rules))
     return BenchmarkScore(cached_acc=cached_acc, audit_acc=audit_acc, live_acc=live_acc,
                           avg_turns=avg_turns, efficiency=eff, novelty=nov,
                           overfit_penalty=factor,
@@ -129,20 +136,55 @@ def crowns(challenger: float, king: float | None, lower95: float | None,
 
 # ---------------------------------------------------------------- the paired bootstrap
 
+_EMPTY = np.zeros(0)
+
+
 @dataclass(frozen=True)
 class Measured:
-    """One head's per-item outcomes on one benchmark: what every component is computed from."""
+    """One head's per-item outcomes on one benchmark: what every component is computed from.
+
+    `eval_best`/`audit_best`: on the same items, whether the benchmark's best single model's
+    cached answer is right (empty: the gap is taken on plain accuracies)."""
 
     eval_correct: np.ndarray
     audit_correct: np.ndarray
     live_correct: np.ndarray
     live_turns: np.ndarray
+    eval_best: np.ndarray = field(default_factory=lambda: _EMPTY)
+    audit_best: np.ndarray = field(default_factory=lambda: _EMPTY)
 
     @classmethod
     def of(cls, eval_correct: Sequence[bool], audit_correct: Sequence[bool],
-           live_correct: Sequence[bool], live_turns: Sequence[float]) -> Measured:
+           live_correct: Sequence[bool], live_turns: Sequence[float],
+           eval_best: Sequence[bool] = (), audit_best: Sequence[bool] = ()) -> Measured:
         return cls(*(np.asarray(v, dtype=float) for v in (eval_correct, audit_correct,
-                                                          live_correct, live_turns)))
+                                                          live_correct, live_turns,
+                                                          eval_best, audit_best)))
+
+    def _lead(self, part: str) -> np.ndarray:
+        """Per item: the head's correctness minus the best single model's (when given)."""
+        mine, best = getattr(self, f"{part}_correct"), getattr(self, f"{part}_best")
+        return mine - best if best.size else mine
+
+    def gap_margin(self, rules: Competition) -> float:
+        """What sampling noise alone makes of the gap at `rules.overfit_confidence`: z times
+        the standard error of the difference of the two sets' mean leads."""
+        z = NormalDist().inv_cdf(rules.overfit_confidence)
+        var = sum(float(np.var(lead, ddof=1)) / lead.size for lead in map(self._lead, PARTITION)
+                  if lead.size > 1)
+        return z * math.sqrt(var)
+
+
+def overfit_gap(m: Measured, rules: Competition,
+                picks: Mapping[str, np.ndarray | None] | None = None):
+    """The overfit gate's gap: how much more the head leads the best single model on the eval
+    items (public-dataset items a miner could have memorised) than on the audit items (never
+    published), less what noise alone explains (`Measured.gap_margin`), so it is charged only
+    as far as the evidence shows it. Relative to the same model on each set, a difference in
+    difficulty between the sets punishes nobody. `picks`: bootstrap resamples of the items."""
+    picks = picks or {"eval": None, "audit": None}
+    leads = [_means(m._lead(part), picks[part], 0.0) for part in PARTITION]
+    return leads[0] - leads[1] - m.gap_margin(rules)
 
 
 def _means(values: np.ndarray, picks: np.ndarray | None, empty: float) -> np.ndarray | float:
@@ -153,11 +195,10 @@ def _means(values: np.ndarray, picks: np.ndarray | None, empty: float) -> np.nda
 
 def _score(m: Measured, nov: float, picks: dict[str, np.ndarray | None], rules: Competition):
     cached = _means(m.eval_correct, picks["eval"], 0.0)
-    audit = _means(m.audit_correct, picks["audit"], 0.0)
     live = _means(m.live_correct, picks["live"], 0.0)
     turns = _means(m.live_turns, picks["live"], float(rules.max_turns))
     return bench_score(cached, live, efficiency(turns, live, rules), nov,
-                       penalty(cached - audit, rules), rules)
+                       penalty(overfit_gap(m, rules, picks), rules), rules)
 
 
 def paired_resamples(challenger: Mapping[str, Measured], king: Mapping[str, Measured],

@@ -118,6 +118,16 @@ def test_a_larger_audit_half_penalises_honest_heads_less():
     assert now["any"]["reject"] <= before["any"]["reject"]
 
 
+def test_the_audit_rarely_charges_an_honest_head_and_catches_a_memoriser_more_often(demo):
+    rates = fairness.memorisation_rates(demo, OFFICIAL, 300, np.random.default_rng(2))
+    router, memoriser = rates["router"], rates["memoriser"]
+    assert router["penalty"] <= 0.05 and router["reject"] <= 0.005
+    # the memoriser leads where it memorised, not on the never-published audit
+    assert memoriser["eval_lead"] > router["eval_lead"] + 0.05
+    assert memoriser["audit_lead"] == router["audit_lead"]
+    assert memoriser["penalty"] > router["penalty"]
+
+
 def test_the_interval_stops_chance_crowns_but_not_a_clear_improvement(demo):
     equal = fairness.crown_rate(demo, OFFICIAL, 120, np.random.default_rng(4), 0.3)
     assert equal["crowned"] < equal["margin_only"]

@@ -12,8 +12,10 @@ from evaluator.scoring import (
     composite,
     crowns,
     efficiency,
+    judge_gap,
     novelty,
     overfit,
+    overfit_gap,
     paired_interval,
     score_benchmark,
 )
@@ -57,6 +59,30 @@ def test_efficiency_reads_max_turns_from_rules():
 ])
 def test_overfit_gate(cached, audit, penalty, rejected):
     verdict = overfit(cached, audit, OFFICIAL)
+    assert (verdict.penalty, verdict.rejected) == (penalty, rejected)
+
+
+def items(n_right: int, n: int = 100) -> list[int]:
+    return [1] * n_right + [0] * (n - n_right)
+
+
+@pytest.mark.parametrize(("head", "best", "charged", "penalty", "rejected"), [
+    # (eval, audit) items right out of 100, for the head and for the best single model
+    # a harder audit costs the head nothing when it leads the best model there as much
+    ((90, 60), (70, 40), False, 1.0, False),
+    # a head that fits the public items: far ahead on them, level on the unseen audit
+    ((100, 60), (60, 60), True, 0.85, True),
+    # a lead lost on the audit, yet within what the audit's noise explains: not charged
+    ((78, 75), (60, 60), False, 1.0, False),
+])
+def test_the_overfit_gap_is_relative_and_charged_beyond_the_noise(head, best, charged, penalty,
+                                                                   rejected):
+    m = Measured.of(items(head[0]), items(head[1]), [], [], items(best[0]), items(best[1]))
+    gap = overfit_gap(m, OFFICIAL)
+    plain = (head[0] - best[0] - head[1] + best[1]) / 100
+    assert gap == pytest.approx(plain - m.gap_margin(OFFICIAL)) and m.gap_margin(OFFICIAL) > 0
+    assert bool(gap > 0) is charged
+    verdict = judge_gap(gap, OFFICIAL)
     assert (verdict.penalty, verdict.rejected) == (penalty, rejected)
 
 
@@ -147,7 +173,7 @@ def composite_of(m, nov, rules):
     score = score_benchmark(float(np.mean(m.eval_correct)), float(np.mean(m.audit_correct)),
                             float(np.mean(m.live_correct)) if m.live_correct.size else 0.0,
                             float(np.mean(m.live_turns)) if m.live_turns.size else rules.max_turns,
-                            nov, rules)
+                            nov, rules, gap=float(overfit_gap(m, rules)))
     return score.score
 
 

@@ -29,10 +29,18 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 from evaluator import vault
 from evaluator.baselines import from_answered
-from evaluator.benchmarks.splits import draw_splits
+from evaluator.benchmarks.splits import Audit, draw_audit, draw_splits
 from evaluator.errors import BenchmarkError
 from evaluator.files import canonical_json, format_time, utc_now, write_atomic, write_json
-from evaluator.rules import FORMAT_VERSION, LIVE_SPLIT, POOL_SPLIT, SPLITS, Competition
+from evaluator.rules import (
+    ANSWERED_SPLITS,
+    AUDIT_SPLIT,
+    FORMAT_VERSION,
+    LIVE_SPLIT,
+    POOL_SPLIT,
+    SEALED_SPLITS,
+    Competition,
+)
 from evaluator.types import AnsweredItem, Item
 
 log = logging.getLogger(__name__)
@@ -222,11 +230,11 @@ def open_split(path: str | Path, benchmark: str, split: str, password: str) -> S
 def _parse_rows(benchmark: str, split: str, sealed: SealedSplit,
                 rules: Competition) -> list[AnsweredItem] | list[Item]:
     where = f"{benchmark} {split}"
-    if len(sealed.rows) != rules.split_sizes[split]:
+    if len(sealed.rows) != rules.sealed_sizes[split]:
         raise BenchmarkError(f"{where} holds {len(sealed.rows)} items; the rules want "
-                             f"{rules.split_sizes[split]}")
+                             f"{rules.sealed_sizes[split]}")
     try:
-        if split == POOL_SPLIT:
+        if split in ANSWERED_SPLITS:
             parsed = [AnsweredItem.from_dict(row) for row in sealed.rows]
             items = [row.item for row in parsed]
         else:
@@ -235,7 +243,7 @@ def _parse_rows(benchmark: str, split: str, sealed: SealedSplit,
         raise BenchmarkError(f"{where} has a malformed row ({exc})") from exc
     if any(item.benchmark != benchmark for item in items):
         raise BenchmarkError(f"{where} contains items of another benchmark")
-    for row in parsed if split == POOL_SPLIT else ():
+    for row in parsed if split in ANSWERED_SPLITS else ():
         missing = [m for m in rules.pool_names if m not in row.answers]
         if missing:
             raise BenchmarkError(f"{where}: item {row.item.id} has no cached answer from "
@@ -253,7 +261,7 @@ def _open_all(directory: str | Path, password: str, rules: Competition,
     for benchmark in benchmarks:
         opened[benchmark] = {}
         seen: set[str] = set()
-        for split in SPLITS:
+        for split in SEALED_SPLITS:
             sealed = open_split(sealed_path(directory, benchmark, split), benchmark, split,
                                 password)
             parsed = _parse_rows(benchmark, split, sealed, rules)
@@ -380,38 +388,42 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
 
 
 def seal_one(items: Sequence[Item], answer: Answerer, out_dir: str | Path, password: str,
-             seed: str, rules: Competition, kdf: KdfParams = OFFICIAL_KDF
+             seed: str, rules: Competition, audit: Audit, kdf: KdfParams = OFFICIAL_KDF
              ) -> dict[str, Any]:
-    """Draw, answer, and seal one benchmark; returns its manifest entry."""
+    """Draw, answer, and seal one benchmark with its private audit; returns its manifest entry."""
     splits = draw_splits(items, seed, rules)
     benchmark = splits.benchmark
-    to_answer = list(splits.hidden[POOL_SPLIT])
-    answered = answer(to_answer)
-    if [row.item.id for row in answered] != [item.id for item in to_answer]:
-        raise BenchmarkError(f"{benchmark}: the cached answers do not match the items asked")
-    rows = {POOL_SPLIT: answered, LIVE_SPLIT: list(splits.hidden[LIVE_SPLIT])}
+    audit_items = draw_audit(audit.items, {item.id for item in items}, benchmark, seed, rules)
+    rows: dict[str, list] = {LIVE_SPLIT: list(splits.hidden[LIVE_SPLIT])}
+    for split, todo in ((POOL_SPLIT, list(splits.hidden[POOL_SPLIT])), (AUDIT_SPLIT, audit_items)):
+        rows[split] = answer(todo)
+        if [row.item.id for row in rows[split]] != [item.id for item in todo]:
+            raise BenchmarkError(f"{benchmark}: the cached answers do not match the items asked")
     public = {split: {"count": len(rows[split]),
                       "commitment": seal_split(sealed_path(out_dir, benchmark, split),
                                                [r.to_dict() for r in rows[split]],
                                                benchmark, split, password, kdf)}
-              for split in SPLITS}
-    log.info("%s: sealed %s", benchmark, ", ".join(f"{s} {public[s]['count']}" for s in SPLITS))
+              for split in SEALED_SPLITS}
+    log.info("%s: sealed %s", benchmark,
+             ", ".join(f"{s} {public[s]['count']}" for s in SEALED_SPLITS))
     write_train_items(out_dir, benchmark, splits.train)
     return {"splits": public, "train_ids": splits.train_ids,
-            "baselines": from_answered(rows[POOL_SPLIT], rules.pool_names)}
+            "baselines": from_answered(rows[POOL_SPLIT], rules.pool_names),
+            "audit": {"about": audit.about}}
 
 
 def seal_benchmarks(items: Mapping[str, Sequence[Item]], answer: Answerer, out_dir: str | Path,
                     manifest_path: str | Path, password: str, seed: str,
-                    rules: Competition, kdf: KdfParams = OFFICIAL_KDF
-                    ) -> dict[str, Any]:
+                    rules: Competition, audits: Mapping[str, Audit],
+                    kdf: KdfParams = OFFICIAL_KDF) -> dict[str, Any]:
     """Seal each benchmark and write the manifest (keeping other benchmarks' entries)."""
     manifest_path = Path(manifest_path)
     entries = {}
     if manifest_path.exists():
         entries = dict(load_manifest(manifest_path)["benchmarks"])
     for benchmark, bench_items in items.items():
-        entries[benchmark] = seal_one(bench_items, answer, out_dir, password, seed, rules, kdf)
+        entries[benchmark] = seal_one(bench_items, answer, out_dir, password, seed, rules,
+                                      audits[benchmark], kdf)
     manifest = build_manifest(entries)
     write_json(manifest_path, manifest)
     return manifest

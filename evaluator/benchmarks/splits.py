@@ -7,8 +7,10 @@ the seed can rebuild it from the public dataset. The rest is the public train sp
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
+import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ from pathlib import Path
 from evaluator import vault
 from evaluator.benchmarks import get_benchmark
 from evaluator.errors import BenchmarkError
-from evaluator.pool.corpus import load_corpus
+from evaluator.pool.corpus import audit_about, load_audit_corpus, load_corpus
 from evaluator.rules import SPLITS, Competition
 from evaluator.types import Item
 
@@ -39,6 +41,37 @@ class Splits:
     @property
     def train_ids(self) -> list[str]:
         return [item.id for item in self.train]
+
+
+@dataclass(frozen=True)
+class Audit:
+    """A benchmark's private audit source: items never published, in the upstream schema, and
+    the public sentence that says what they are (e.g. "60 problems written for season 2")."""
+
+    items: Sequence[Item]
+    about: str
+
+
+ABOUT_FILE = "about.json"  # beside a directory source's benchmark folders: {benchmark: sentence}
+
+
+def load_audit(benchmark: str, source: str, rules: Competition) -> Audit:
+    """A benchmark's private audit: the demo's bundled audit items, or DIR/<benchmark>/ in the
+    upstream schema with DIR/about.json saying, per benchmark, what the items are."""
+    if source == "demo":
+        return Audit([row.item for row in load_audit_corpus(rules, [benchmark])],
+                     audit_about()[benchmark])
+    about_path = Path(source) / ABOUT_FILE
+    try:
+        about = json.loads(about_path.read_text(encoding="utf-8"))[benchmark]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BenchmarkError(f"{about_path} must say, per benchmark, what its audit items are "
+                             f"(published in the manifest); no {benchmark} entry: {exc}") from exc
+    if not isinstance(about, str) or not about.strip():
+        raise BenchmarkError(f"{about_path}: the {benchmark} entry must be a sentence")
+    # ids of their own, so a private item never shares one with the public dataset's
+    return Audit([dataclasses.replace(item, id=f"audit/{item.id}")
+                  for item in load_items(benchmark, source, rules)], about.strip())
 
 
 def seed_from_env() -> str:
@@ -90,6 +123,28 @@ def draw_splits(items: Sequence[Item], seed: str, rules: Competition,
     log.info("%s: %s, train %d", benchmark,
              ", ".join(f"{s} {len(hidden[s])}" for s in SPLITS), len(train))
     return Splits(benchmark=benchmark, hidden=hidden, train=train)
+
+
+def draw_audit(items: Sequence[Item], published: set[str], benchmark: str, seed: str,
+               rules: Competition) -> list[Item]:
+    """The audit split of one benchmark: `rules.audit_size` items of its private source, drawn by
+    the secret seed when it holds more. Refused when an item is of another benchmark, repeats
+    an id, or shares an id with the public dataset (`published`): the audit must be items no
+    miner can have collected answers for."""
+    ids = [item.id for item in items]
+    if any(item.benchmark != benchmark for item in items) or len(set(ids)) != len(ids):
+        raise BenchmarkError(f"the {benchmark} audit source holds items of another benchmark "
+                             "or repeated ids")
+    public = sorted(set(ids) & published)
+    if public:
+        raise BenchmarkError(f"the {benchmark} audit source holds {len(public)} item(s) of the "
+                             f"public dataset (e.g. {public[0]}); the audit must be items that "
+                             "were never published")
+    if len(items) < rules.audit_size:
+        raise BenchmarkError(f"the {benchmark} audit source holds {len(items)} items; the rules "
+                             f"audit {rules.audit_size}")
+    return sorted(items, key=lambda item: _rank(seed, f"{benchmark}.audit", item.id))[
+        :rules.audit_size]
 
 
 def public_items(manifest: dict, benchmark: str, source: str, rules: Competition,

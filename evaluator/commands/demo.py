@@ -47,10 +47,14 @@ class Miner:
 
 MINERS = (Miner("alice", seed=1, pr=1), Miner("bob", seed=7, pr=2))
 COPIER = Miner("mallory", seed=0, pr=3)  # submits the king's head with its role rows permuted
+# asks the pool about every corpus item outside the published train ids (the hidden pool is
+# among them) and fits a head to exactly those answers: the never-published audit catches it
+MEMORISER = Miner("mnemo", seed=11, pr=4)
 GENERATIONS, FAST_GENERATIONS = 60, 15  # each miner's training run, full and --fast
 # the miners' CMA-ES population: about 60% of the default for the demo's 1,536 numbers, which
 # trains a head as good on held-out rows in 60% of the time (a miner keeps the default)
 POPSIZE = 16
+AUDIT_SIZE = 60  # the demo's private audit per benchmark: every item of evaluator/data/corpus/audit
 FAIRNESS_SCALE = 0.05  # of `tinyrouter fairness`'s trial counts: seconds, not minutes
 
 
@@ -133,12 +137,12 @@ def build_encoder(ws: Workspace) -> None:
     from evaluator.coordinator.encoder import encoder_overrides  # torch: when the demo runs
 
     tinyrouter(ws, "encoder", "make-tiny", ws.encoder, "--seed", 0)
-    write_json(ws.competition, encoder_overrides(ws.encoder))
+    write_json(ws.competition, {**encoder_overrides(ws.encoder), "audit_size": AUDIT_SIZE})
     ws.rules = Competition.load(ws.competition)
 
 
 def seal(ws: Workspace) -> None:
-    tinyrouter(ws, "seal", "--source", "demo", "--out-dir", ws.hidden,
+    tinyrouter(ws, "seal", "--source", "demo", "--audit-source", "demo", "--out-dir", ws.hidden,
                "--manifest", ws.repo / MANIFEST_PATH,
                "--pool-url", ws.pool_url, "--ledger", ws.private / "seal-ledger.jsonl")
     tinyrouter(ws, "verify-benchmark", "--dir", ws.hidden,
@@ -223,6 +227,40 @@ def copy_the_king(ws: Workspace) -> None:
     ws.results[COPIER.login] = {"outcome": "rejected", "failed_gate": report["failed_gate"]}
 
 
+def memorise(ws: Workspace) -> None:
+    """A memorising miner: collects every public item but the train ids, fits a head to them
+    (no holdout, no shrinking toward the category's rate) and submits it."""
+    from evaluator.collect import collect_training, pool_client_factory
+    from evaluator.pool.corpus import load_corpus
+    from evaluator.train.data import LEDGER_FILE, data_path
+
+    manifest, data = Store(ws.repo).manifest() or {}, ws.root / "memoriser" / "data"
+    make_client = pool_client_factory(ws.pool_url, data / LEDGER_FILE, ws.rules)
+    for bench in ws.rules.benchmarks:
+        published = set(manifest["benchmarks"][bench]["train_ids"])
+        collect_training([row.item for row in load_corpus(ws.rules, [bench])
+                          if row.item.id not in published], data_path(data, bench), make_client,
+                         ws.rules)
+    generations = FAST_GENERATIONS if ws.fast else GENERATIONS
+    runs = ws.root / "memoriser" / "experiments"
+    tinyrouter(ws, "train", "--benchmarks", ",".join(ws.rules.benchmarks),
+               "--run-name", MEMORISER.login, "--data", data, "--encoder", ws.encoder,
+               "--experiments", runs, "--generations", generations, "--popsize", POPSIZE,
+               "--seed", MEMORISER.seed, "--holdout", 0, "--shrink", 0,
+               "--progress-every", generations // 3)
+    tinyrouter(ws, "pack", "--run-dir", runs / MEMORISER.login, "--miner-name", MEMORISER.login,
+               "--repo", ws.repo)
+    run_gates(ws, MEMORISER, START + timedelta(hours=len(MINERS) + 1))
+    public = ws.public / f"{MEMORISER.login}-1.json"
+    private = ws.private / f"{MEMORISER.login}-1.json"
+    tinyrouter(ws, "evaluate", "--repo", ws.repo, "--submission", ws.folder(MEMORISER),
+               "--benchmark-dir", ws.hidden, "--encoder", ws.encoder, "--pool-url", ws.pool_url,
+               "--pr", MEMORISER.pr, "--head-sha", head_sha(ws, MEMORISER), "--out", public,
+               "--private-out", private)
+    tinyrouter(ws, "leaderboard", "apply", public, "--private", private, "--repo", ws.repo)
+    ws.results[MEMORISER.login] = json.loads(public.read_text(encoding="utf-8"))
+
+
 def fairness(ws: Workspace) -> None:
     tinyrouter(ws, "fairness", "--scale", FAIRNESS_SCALE,
                "--json", Store(ws.repo).root / "fairness.json")
@@ -242,6 +280,7 @@ STAGES: tuple[Stage, ...] = (
     ("run the PR gates on both submissions", gates),
     ("evaluate alice, then bob against the king, and apply the results", evaluate),
     ("a copier submits the king's head with its role rows permuted", copy_the_king),
+    ("a memoriser fits every public item outside the train ids and is evaluated", memorise),
     ("simulate the fairness figures (a quick run)", fairness),
     ("build the leaderboard site", build_site),
 )
@@ -335,6 +374,15 @@ def summary(ws: Workspace, seconds: float) -> str:
         failed = copier["failed_gate"]
         lines.append(f"{COPIER.login:<8} rejected at gate {failed['number']} ({failed['name']}): "
                      "a copy of the king with its role rows permuted")
+    memoriser = ws.results.get(MEMORISER.login)
+    if memoriser is not None:
+        lines.append(f"{MEMORISER.login:<8} {memoriser['outcome']:<9} "
+                     f"{_fmt(memoriser.get('composite')):>9} "
+                     f"{_fmt(memoriser.get('king_composite')):>11} "
+                     f"{_fmt(memoriser.get('delta')):>8}  (fitted to every public item but the "
+                     "train ids)")
+        if memoriser.get("reason"):
+            lines.append(f"{'':<8} {memoriser['reason']}")
     if king is None:
         lines += ["", "No king: no submission passed every check."]
         return "\n".join(lines + footer(ws, seconds))

@@ -47,6 +47,7 @@ def summary(data: dict[str, Any]) -> list[str]:
              f"   (a fixed {honest['without']['eval_size']}/{honest['without']['audit_size']} "
              f"split: {_pct(old['any']['penalty'])}, "
              f"{_pct(old['any']['reject'])})",
+             *memorisation_lines(data.get("memorisation")),
              "equal challenger crowned (with the interval rule / the margin alone):"]
     lines += [f"  decisions differ on {row['disagreement']:.0%} of items: "
               f"{_pct(row['crowned'])} / {_pct(row['margin_only'])}"
@@ -59,6 +60,19 @@ def summary(data: dict[str, Any]) -> list[str]:
                  "a fixed split, exact deltas):")
     lines += [f"  after {row['submissions']:>5} submissions: {row['gain']:+.3f} / "
               f"{row['without']:+.3f}" for row in data["hill_climb"]]
+    return lines
+
+
+def memorisation_lines(memo: dict[str, Any] | None) -> list[str]:
+    if not memo:
+        return []
+    lines = [f"the audit ({memo['audit_size']} never-published items per benchmark), penalised / "
+             "rejected on any benchmark, lead over the best single model on eval / audit items:"]
+    for name, who in (("router", "a head that learnt the task"),
+                      ("memoriser", "a head fitted to every public item")):
+        row = memo[name]
+        lines.append(f"  {who}: {_pct(row['penalty'])} / {_pct(row['reject'])}, lead "
+                     f"{row['eval_lead']:+.3f} / {row['audit_lead']:+.3f}")
     return lines
 
 

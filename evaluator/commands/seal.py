@@ -24,11 +24,11 @@ from evaluator.benchmarks.sealing import (
     sealed_path,
     verify_benchmark,
 )
-from evaluator.benchmarks.splits import load_items, seed_from_env
+from evaluator.benchmarks.splits import load_audit, load_items, seed_from_env
 from evaluator.collect import answer_items, pool_client_factory
 from evaluator.errors import BenchmarkError, UsageError
 from evaluator.files import write_json
-from evaluator.rules import SPLITS, Competition
+from evaluator.rules import SEALED_SPLITS, Competition
 from evaluator.store import MANIFEST_PATH
 from evaluator.train.data import LEDGER_FILE
 from evaluator.types import AnsweredItem, Item
@@ -37,12 +37,17 @@ DEFAULT_MANIFEST = str(MANIFEST_PATH)
 
 
 def add_seal(seal: argparse.ArgumentParser) -> None:
-    seal.description = ("Draw the hidden splits with the secret BENCHMARK_SEED, collect each pool "
-                        "model's cached answers, seal every split with BENCHMARK_PASSWORD into "
-                        "OUT_DIR and write the public manifest. Both secrets come from the "
+    seal.description = ("Draw the hidden splits with the secret BENCHMARK_SEED, take the audit "
+                        "from the private audit source, collect each pool model's cached "
+                        "answers, seal every split with BENCHMARK_PASSWORD into OUT_DIR and "
+                        "write the public manifest. Both secrets come from the "
                         "environment only.")
     seal.add_argument("--source", default="hub",
                       help="demo (bundled corpus), hub, or a local copy of the data")
+    seal.add_argument("--audit-source", required=True,
+                      help="the private audit, items that were never published: demo (the "
+                           "demo's own), or a folder with one folder per benchmark in the "
+                           "upstream schema and about.json saying what they are")
     seal.add_argument("--out-dir", default=os.environ.get(DIR_ENV),
                       help=f"where the sealed files go, outside the repository "
                            f"(default: ${DIR_ENV})")
@@ -108,7 +113,7 @@ def run_seal(args: argparse.Namespace) -> int:
     if runs_code(benchmarks):  # before any secret is read
         print(f"isolation: {isolation.require(flag=None).describe()}")
     password, seed = password_from_env(new=True), seed_from_env()
-    existing = [sealed_path(out_dir, b, s) for b in benchmarks for s in SPLITS
+    existing = [sealed_path(out_dir, b, s) for b in benchmarks for s in SEALED_SPLITS
                 if sealed_path(out_dir, b, s).exists()]
     if existing and not args.force:
         raise BenchmarkError(f"{out_dir} already holds sealed files (e.g. {existing[0].name}); "
@@ -116,6 +121,7 @@ def run_seal(args: argparse.Namespace) -> int:
     kdf = KdfParams(args.kdf_log2n, OFFICIAL_KDF.r, OFFICIAL_KDF.p)
     kdf.check()
     items = {b: load_items(b, args.source, rules) for b in benchmarks}
+    audits = {b: load_audit(b, args.audit_source, rules) for b in benchmarks}
     ledger = Path(args.ledger) if args.ledger else out_dir / LEDGER_FILE
     make_client = pool_client_factory(args.pool_url, ledger, rules)
     answered: list[AnsweredItem] = []
@@ -128,10 +134,11 @@ def run_seal(args: argparse.Namespace) -> int:
         answered.extend(rows)
         return rows
 
-    manifest = seal_benchmarks(items, answer, out_dir, args.manifest, password, seed, rules, kdf)
+    manifest = seal_benchmarks(items, answer, out_dir, args.manifest, password, seed, rules,
+                               audits, kdf)
     for benchmark in benchmarks:
         entry = manifest["benchmarks"][benchmark]
-        counts = ", ".join(f"{s} {entry['splits'][s]['count']}" for s in SPLITS)
+        counts = ", ".join(f"{s} {entry['splits'][s]['count']}" for s in SEALED_SPLITS)
         best = entry["baselines"]["best_single"]
         print(f"{benchmark}: {counts}, train {len(entry['train_ids'])}; best single "
               f"{best['model']} {best['accuracy']:.3f}, oracle "
@@ -165,7 +172,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def run_reveal(args: argparse.Namespace) -> int:
     benchmark, _, split = args.split.partition(".")
-    if benchmark not in args.rules.benchmarks or split not in SPLITS:
+    if benchmark not in args.rules.benchmarks or split not in SEALED_SPLITS:
         raise UsageError(f"--split must be BENCHMARK.SPLIT, e.g. math500.pool; "
                          f"got {args.split!r}")
     if args.out == "-":

@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from evaluator.loop import THINKER, TURN_HEADER_RE, VERIFIER, WORKER
-from evaluator.pool.corpus import load_corpus, load_personas
+from evaluator.pool.corpus import load_audit_corpus, load_corpus, load_personas
 from evaluator.rules import ROLES, Competition
 
 PLAN_GAIN = 0.5  # share of the Worker's remaining error a perfect Thinker's plan removes
@@ -483,7 +483,8 @@ def serve_simulator(simulator: Simulator, host: str = "127.0.0.1",
 
 def bundled_simulator(rules: Competition, seed: int = 0,
                       fault_rates: Mapping[str, float] | None = None) -> Simulator:
-    """The simulator over the bundled demo corpus and persona skills."""
-    return Simulator(load_corpus(rules), load_personas(rules), rules, seed=seed,
+    """The simulator over the bundled demo corpus, its audit items and persona skills."""
+    return Simulator(load_corpus(rules) + load_audit_corpus(rules), load_personas(rules), rules,
+                     seed=seed,
                      fault_rates=fault_rates)
 

@@ -28,9 +28,10 @@ from evaluator.benchmarks.sealing import (
     train_path,
     verify_benchmark,
 )
+from evaluator.benchmarks.splits import Audit
 from evaluator.errors import BenchmarkError
 from evaluator.leaderboard import validate
-from evaluator.rules import OFFICIAL, SPLITS
+from evaluator.rules import OFFICIAL, SEALED_SPLITS
 from evaluator.types import AnsweredItem, Item, ModelAnswer
 
 PASSWORD = "correct horse battery staple"
@@ -41,9 +42,16 @@ SMALL = dataclasses.replace(OFFICIAL, eval_size=6, audit_size=3, live_size=2,
 SECRET_PROMPT = "What is the hidden question number"
 
 
-def items(benchmark: str, n: int = 14) -> list[Item]:
+def items(benchmark: str, n: int = 18) -> list[Item]:
     return [Item(benchmark, f"{benchmark}-{i}", f"{SECRET_PROMPT} {i}?", str(i), "algebra")
             for i in range(n)]
+
+
+def audits(benchmarks=SMALL.benchmarks, n: int = 5) -> dict[str, Audit]:
+    """Each benchmark's private audit source: items that are not in the public `items`."""
+    return {b: Audit([Item(b, f"{b}-new-{i}", f"{SECRET_PROMPT} new {i}?", str(i), "algebra")
+                      for i in range(n)], f"{n} questions written for the tests")
+            for b in benchmarks}
 
 
 def fake_answer(todo: list[Item]) -> list[AnsweredItem]:
@@ -59,7 +67,7 @@ def sealed(tmp_path: Path) -> tuple[Path, Path]:
     """A sealed two-benchmark set under SMALL rules: (directory, manifest path)."""
     out, manifest = tmp_path / "sealed", tmp_path / "leaderboard" / "manifest.json"
     seal_benchmarks({b: items(b) for b in SMALL.benchmarks}, fake_answer, out, manifest,
-                    PASSWORD, SEED, SMALL, FAST)
+                    PASSWORD, SEED, SMALL, audits(), FAST)
     return out, manifest
 
 
@@ -135,11 +143,11 @@ def test_open_benchmark_gives_answered_items_and_live_items(sealed):
     opened = open_benchmark(out, PASSWORD, SMALL)
     assert set(opened) == set(SMALL.benchmarks)
     for splits in opened.values():
-        assert {s: len(rows) for s, rows in splits.items()} == SMALL.split_sizes
+        assert {s: len(rows) for s, rows in splits.items()} == SMALL.sealed_sizes
         assert all(isinstance(row, AnsweredItem) for row in splits["pool"])
         assert all(isinstance(row, Item) for row in splits["live"])
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [f"{b}.{s}.sealed" for b in SMALL.benchmarks for s in SPLITS]
+        [f"{b}.{s}.sealed" for b in SMALL.benchmarks for s in SEALED_SPLITS]
         + [f"{b}.train.jsonl" for b in SMALL.benchmarks])
 
 
@@ -150,7 +158,7 @@ def test_manifest_has_the_public_contract_and_verifies(sealed):
     validate("manifest", manifest)  # the JSON Schema the leaderboard checks
     opened = open_benchmark(out, PASSWORD, SMALL)
     for benchmark, entry in manifest["benchmarks"].items():
-        assert {s: v["count"] for s, v in entry["splits"].items()} == SMALL.split_sizes
+        assert {s: v["count"] for s, v in entry["splits"].items()} == SMALL.sealed_sizes
         hidden = {row.item.id if isinstance(row, AnsweredItem) else row.id
                   for rows in opened[benchmark].values() for row in rows}
         assert len(entry["train_ids"]) == round((14 - 11) * SMALL.train_fraction)
@@ -164,7 +172,7 @@ def test_manifest_has_the_public_contract_and_verifies(sealed):
         assert sum(c["items"] for c in by_category.values()) == SMALL.pool_size
         assert set(entry["baselines"]["cost_per_1k_usd"]) == set(SMALL.pool_names)
     assert verify_benchmark(out, PASSWORD, manifest, SMALL) == {
-        b: SMALL.split_sizes for b in SMALL.benchmarks}
+        b: SMALL.sealed_sizes for b in SMALL.benchmarks}
     assert SECRET_PROMPT not in manifest_path.read_text()
 
 
@@ -216,7 +224,7 @@ def test_verify_catches_every_inconsistency(sealed, break_it, expect):
 def test_a_count_that_breaks_the_rules_is_refused(sealed):
     out, _ = sealed
     stricter = dataclasses.replace(SMALL, eval_size=7)
-    with pytest.raises(BenchmarkError, match="holds 9 items; the rules want 10"):
+    with pytest.raises(BenchmarkError, match="holds 12 items; the rules want 14"):
         open_benchmark(out, PASSWORD, stricter)
 
 
@@ -224,7 +232,7 @@ def test_sealing_one_benchmark_keeps_the_others_in_the_manifest(sealed):
     out, manifest_path = sealed
     before = load_manifest(manifest_path)["benchmarks"]
     seal_benchmarks({"mmlu": items("mmlu")}, fake_answer, out, manifest_path, PASSWORD, SEED,
-                    SMALL, FAST)
+                    SMALL, audits(), FAST)
     after = load_manifest(manifest_path)
     assert after["benchmarks"]["math500"] == before["math500"]
     # same seed, same items: same draw, but fresh salts give new commitments
@@ -236,7 +244,30 @@ def test_sealing_one_benchmark_keeps_the_others_in_the_manifest(sealed):
 def test_answers_out_of_order_are_refused(tmp_path):
     with pytest.raises(BenchmarkError, match="do not match the items asked"):
         seal_benchmarks({"mmlu": items("mmlu")}, lambda todo: fake_answer(todo[::-1]),
-                        tmp_path, tmp_path / "m.json", PASSWORD, SEED, SMALL, FAST)
+                        tmp_path, tmp_path / "m.json", PASSWORD, SEED, SMALL, audits(), FAST)
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    (audits(n=2), "holds 2 items; the rules audit 3"),
+    ({"mmlu": Audit([*audits(n=5)["mmlu"].items, items("mmlu")[0]], "x")},
+     r"holds 1 item\(s\) of the public dataset"),
+    ({"mmlu": Audit([Item("math500", "m-1", "q", "1", "algebra")] * 4, "x")},
+     "items of another benchmark or repeated ids"),
+])
+def test_an_audit_source_that_is_not_private_and_whole_is_refused(tmp_path, source, message):
+    with pytest.raises(BenchmarkError, match=message):
+        seal_benchmarks({"mmlu": items("mmlu")}, fake_answer, tmp_path, tmp_path / "m.json",
+                        PASSWORD, SEED, SMALL, {"mmlu": source["mmlu"]}, FAST)
+
+
+def test_the_audit_is_sealed_committed_and_described_never_published(sealed):
+    out, manifest_path = sealed
+    entry = load_manifest(manifest_path)["benchmarks"]["mmlu"]
+    assert entry["audit"] == {"about": "5 questions written for the tests"}
+    assert entry["splits"]["audit"]["count"] == SMALL.audit_size
+    rows = open_benchmark(out, PASSWORD, SMALL)["mmlu"]["audit"]
+    assert all(r.item.id.startswith("mmlu-new-") and r.answers for r in rows)
+    assert SECRET_PROMPT not in manifest_path.read_text()
 
 
 @pytest.mark.parametrize("password, new, refused", [
@@ -260,7 +291,7 @@ def test_password_comes_from_the_environment_and_a_new_seal_needs_a_strong_one(
 
 
 @pytest.mark.parametrize("password, tamper, code, expect", [
-    (PASSWORD, False, 0, "math500: pool 9, live 2 — counts and commitments match"),
+    (PASSWORD, False, 0, "math500: pool 12, live 2, audit 3 — counts and commitments match"),
     ("wrong password", False, 1, "error: cannot decrypt math500.pool.sealed: wrong"),
     (PASSWORD, True, 1, "error: cannot decrypt mmlu.pool.sealed"),
 ])

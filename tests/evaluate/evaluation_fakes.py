@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluator.evaluate import Contender, partition
+from evaluator.evaluate import Contender
 from evaluator.loop import LiveOutcome, coordinator_transcript
 from evaluator.records import Partition
 from evaluator.rules import OFFICIAL, ROLES
@@ -47,23 +47,26 @@ DRAWN = Partition(seed="0123456789abcdef" * 4, salt="fe" * 16)
 
 
 def answered(it: Item, broken: bool = False) -> AnsweredItem:
+    """Each category's own model is right, the others wrong; `broken`: model 1 (the c1
+    specialist a routing head relies on) is wrong too."""
     answers = {}
     for m, name in enumerate(RULES.pool_names):
-        correct = m == right_model(it.category) and not (broken and m == 0)
+        correct = m == right_model(it.category) and not (broken and m == 1)
         answers[name] = ModelAnswer(text=f"{SECRET}-ANSWER {it.id} by {name}", correct=correct)
     return AnsweredItem(item=it, answers=answers)
 
 
 def make_sets(n_live=6, broken_audit=(), rules=RULES):
-    """Hidden sets; in `broken_audit` benchmarks model 0 is wrong on every item DRAWN puts
-    in the audit half."""
+    """Hidden sets: the pool, the live questions and the private audit; in `broken_audit`
+    benchmarks a head that routes by category leads the best single model on the pool but not
+    on the audit (as a head that memorised the public items would)."""
     sets = {}
     for bench in rules.benchmarks:
-        pool = [answered(item(bench, "pool", i)) for i in range(rules.pool_size)]
-        audit = {r.item.id for r in partition(pool, DRAWN.seed, bench, rules)["audit"]}
-        if bench in broken_audit:
-            pool = [answered(r.item, r.item.id in audit) for r in pool]
-        sets[bench] = {"pool": pool, "live": [item(bench, "live", i) for i in range(n_live)]}
+        sets[bench] = {
+            "pool": [answered(item(bench, "pool", i)) for i in range(rules.pool_size)],
+            "live": [item(bench, "live", i) for i in range(n_live)],
+            "audit": [answered(item(bench, "audit", i), bench in broken_audit)
+                      for i in range(rules.audit_size)]}
     return sets
 
 
@@ -162,7 +165,8 @@ def seal_sets(directory: Path, sets: dict, password: str, repo: Path | None = No
         train = train_items(bench)
         write_train_items(directory, bench, train)
         entries[bench] = {"splits": public, "train_ids": [i.id for i in train],
-                          "baselines": from_answered(splits["pool"], RULES.pool_names)}
+                          "baselines": from_answered(splits["pool"], RULES.pool_names),
+                          "audit": {"about": f"{len(splits['audit'])} items written for the tests"}}
     if repo is not None:
         write_json(Store(repo).file("manifest.json"), build_manifest(entries))
     return directory

@@ -53,7 +53,7 @@ def corpus_and_sets(rules):
     entries, sets = [], {}
     for bench in rules.benchmarks:
         sets[bench] = {}
-        for split, size in rules.split_sizes.items():
+        for split, size in rules.sealed_sizes.items():
             rows = []
             for i in range(size):
                 reference, right, wrong = responses(bench, i)

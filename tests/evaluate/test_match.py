@@ -159,7 +159,7 @@ def test_every_evaluation_draws_a_fresh_partition(sets):
     assert first == partition(pool_rows, DRAWN.seed, "mmlu", RULES)
     other = partition(pool_rows, Partition.draw().seed, "mmlu", RULES)
     assert {r.item.id for r in other["eval"]} != {r.item.id for r in first["eval"]}
-    assert sorted(r.item.id for r in other["eval"] + other["audit"]) == sorted(
+    assert sorted(r.item.id for r in other["eval"] + other["rest"]) == sorted(
         r.item.id for r in pool_rows)
     result = evaluate(contender(ALWAYS_0), None, sets, LinearRouter(), FakePool(), RULES, now=NOW)
     assert result.partition is not None and result.partition.seed != DRAWN.seed

@@ -16,8 +16,10 @@ from evaluator.benchmarks.livecodebench import extract_program
 from evaluator.pool.corpus import (
     CorpusError,
     CorpusItem,
+    audit_about,
     check_personas,
     expected_accuracy,
+    load_audit_corpus,
     load_corpus,
     load_personas,
     parse_line,
@@ -33,6 +35,22 @@ MIN_CATEGORY_ROUTING_GAP = 0.20  # a head that reads the category wins by a wide
 @pytest.fixture(scope="module")
 def bundled() -> dict[str, list[CorpusItem]]:
     return {name: load_corpus(OFFICIAL, [name]) for name in BENCHMARKS}
+
+
+@pytest.fixture(scope="module", params=["corpus", "audit"])
+def gradable(request) -> dict[str, list[CorpusItem]]:
+    """The corpus, then the demo's private audit items: both must grade as labelled."""
+    load = load_corpus if request.param == "corpus" else load_audit_corpus
+    return {name: load(OFFICIAL, [name]) for name in BENCHMARKS}
+
+
+def test_the_audit_items_are_never_among_the_corpus_items(bundled):
+    audit = load_audit_corpus(OFFICIAL)
+    known = {e.item.id for v in bundled.values() for e in v}
+    prompts = {e.item.prompt for v in bundled.values() for e in v}
+    assert audit and not {e.item.id for e in audit} & known
+    assert not {e.item.prompt for e in audit} & prompts
+    assert set(audit_about()) == set(BENCHMARKS)
 
 
 @pytest.fixture(scope="module")
@@ -79,17 +97,17 @@ def test_code_items_mix_stdin_and_functional_tests_and_both_call_styles(bundled)
 # Grading: right responses are right, wrong ones wrong -------------------------------------------
 
 
-def test_mmlu_right_and_wrong_responses_grade_as_such(bundled):
+def test_mmlu_right_and_wrong_responses_grade_as_such(gradable):
     grader = get_benchmark("mmlu")
-    for e in bundled["mmlu"]:
+    for e in gradable["mmlu"]:
         assert grader.grade(e.right, e.item.reference).correct, e.item.id
         assert not grader.grade(e.wrong, e.item.reference).correct, e.item.id
 
 
 @pytest.mark.slow
-def test_math_right_and_wrong_responses_grade_as_such(bundled):
+def test_math_right_and_wrong_responses_grade_as_such(gradable):
     grader = get_benchmark("math500")
-    for e in bundled["math500"]:
+    for e in gradable["math500"]:
         assert e.right.rstrip().endswith("$.") and "\\boxed{" in e.right
         assert grader.grade(e.right, e.item.reference).correct, e.item.id
         assert not grader.grade(e.wrong, e.item.reference).correct, e.item.id
@@ -124,9 +142,9 @@ print(json.dumps([passes(code, ref) for code, ref in json.load(sys.stdin)]))
 """
 
 
-def test_every_code_answer_passes_or_fails_its_tests_as_labelled(bundled):
+def test_every_code_answer_passes_or_fails_its_tests_as_labelled(gradable):
     """All programs in one child process (our own code, not hostile): fast enough for every item."""
-    entries = bundled["livecodebench"]
+    entries = gradable["livecodebench"]
     jobs = [[extract_program(text), e.item.reference] for e in entries for text in (e.right, e.wrong)]
     done = subprocess.run([sys.executable, "-c", HARNESS], input=json.dumps(jobs), text=True,
                           capture_output=True, check=True, timeout=120)
