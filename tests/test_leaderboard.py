@@ -18,7 +18,7 @@ from evaluator.leaderboard import (
     validate_state,
 )
 from evaluator.records import Attempt, King
-from evaluator.rules import NAME_RE, OFFICIAL, SPLITS
+from evaluator.rules import NAME_RE, OFFICIAL, SEALED_SPLITS
 from evaluator.store import SCHEMA_FILES, Store, schema, validate
 
 BENCHES = OFFICIAL.benchmarks
@@ -432,7 +432,7 @@ def test_rules_of_another_competition_apply(repo):
 def test_split_names_in_the_manifest_schema_are_the_rules():
     names = schema("manifest")["properties"]["benchmarks"]["additionalProperties"]["properties"][
         "splits"]["propertyNames"]["enum"]
-    assert names == list(SPLITS)
+    assert names == list(SEALED_SPLITS)
 
 
 def evaluated():

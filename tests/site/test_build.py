@@ -225,7 +225,7 @@ def test_rules_pages_render_the_numbers_in_force(built_sites, make_state, tmp_pa
     assert "+ 0.037" in rules and f"+ {OFFICIAL.win_margin}" not in rules
     assert "(7 − avg_turns) / 6" in scoring and "321 eval questions" in scoring
     assert "0.09·novelty" in scoring
-    assert "eval 321" in rules and "audit 123" in rules and "scored pool of 444" in rules
+    assert "eval 321" in rules and "audit 123" in rules and "scored pool of 642" in rules
     assert "fewer than 91% of the public train items" in rules
     assert "rounded to 0.05" in rules and "more than 10% of either head" in rules
     assert "999 times" in scoring and "123 audit questions" in scoring
