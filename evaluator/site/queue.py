@@ -1,9 +1,9 @@
 """The queue: where every attempt stands, and when each miner's next slot opens.
 
 Built from the attempts log and the results (plus the store's queue events, where it keeps
-them): an attempt is open while it waits for approval, is being evaluated, or was stale or
-void and is to run again; it is settled once a gate failed, a newer head replaced it on its
-pull request, or a decisive result was recorded.
+them): an attempt is open while it waits for approval, is being evaluated, or was stale and
+is to run again; it is settled once a gate failed, a newer head replaced it on its pull
+request, or a result ended it: decisive, void (refunded, not run again) or withdrawn.
 """
 
 from __future__ import annotations
@@ -13,14 +13,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from evaluator.files import format_time, try_parse_time
-from evaluator.records import STALE, VOID, Attempt, Result, refunded_heads
+from evaluator.records import STALE, VOID, WITHDRAWN, Attempt, Result, refunded_heads
 from evaluator.rules import Competition
 from evaluator.site.markup import miner_id
 from evaluator.site.state import LeaderboardState
 
 EVALUATING_EVENT = "evaluating"
 # status → is the attempt still open
-STATUSES = {"waiting": True, "evaluating": True, "stale": True, "void": True,
+# (the states of evaluator.lifecycle as the queue shows them: a void head is refunded, never
+# evaluated again; a withdrawn one is spent)
+STATUSES = {"waiting": True, "evaluating": True, "stale": True, VOID: False, WITHDRAWN: False,
             "gate_failed": False, "superseded": False, "recorded": False}
 SETTLED_ROWS = 30  # the queue page shows this many settled attempts; the rest are on miner pages
 
@@ -94,8 +96,10 @@ def _entry(attempt: Attempt, results: list[Result], events: list[_Event],
     mine = sorted((r for r in results if _same_head(attempt, r)),
                   key=lambda r: _time(r.evaluated_at))
     latest = mine[-1] if mine else None
-    if latest is not None and latest.outcome not in (VOID, STALE):
+    if latest is not None and latest.outcome not in (VOID, STALE, WITHDRAWN):
         return QueueEntry(attempt, "recorded", latest.evaluated_at, latest)
+    if latest is not None and latest.outcome in (VOID, WITHDRAWN):  # this head ends here
+        return QueueEntry(attempt, latest.outcome, latest.evaluated_at, latest)
     started = [e for e in events if _same_head(attempt, e)
                and _time(e.at) > (_time(latest.evaluated_at) if latest else float("-inf"))]
     if started:

@@ -56,6 +56,8 @@ def event(head: str, hours: float, pr: int = 1) -> dict:
     ([attempt("a", 0)], [result("a", 2, "king")], [], ["recorded"]),
     ([attempt("a", 0)], [result("a", 2, "rejected")], [], ["recorded"]),
     ([attempt("a", 0)], [result("a", 2, "void")], [], ["void"]),
+    ([attempt("a", 0)], [result("a", 2, "void")], [event("a", 1)], ["void"]),
+    ([attempt("a", 0)], [result("a", 2, "withdrawn")], [event("a", 1)], ["withdrawn"]),
     ([attempt("a", 0)], [result("a", 2, "void"), result("a", 5, "lost")], [], ["recorded"]),
     ([attempt("a", 0)], [result("a", 2, "stale")], [], ["stale"]),
     # a result for another head of the same PR is not this head's
@@ -69,6 +71,14 @@ def test_each_attempt_has_one_status(attempts, results, events, statuses):
     queue = build_queue(state, OFFICIAL, T0 + timedelta(days=5))
     found = {e.attempt.head_sha: e.status for e in queue.open + queue.settled}
     assert [found[a.head_sha] for a in attempts] == statuses
+
+
+def test_a_void_or_withdrawn_head_is_settled_not_open():
+    attempts = [attempt("a", 0, pr=1), attempt("b", 1, pr=2)]
+    results = [result("a", 2, "void", pr=1), result("b", 3, "withdrawn", pr=2)]
+    queue = build_queue(LeaderboardState(attempts=attempts, results=results), OFFICIAL,
+                        T0 + timedelta(days=5))
+    assert queue.open == [] and [e.status for e in queue.settled] == ["withdrawn", "void"]
 
 
 def test_open_entries_are_oldest_first_and_settled_ones_newest_first():
