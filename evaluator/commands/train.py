@@ -41,7 +41,11 @@ def add_train(p: argparse.ArgumentParser) -> None:
                         "rows as the search left them)")
     p.add_argument("--holdout", type=float, help="share of each benchmark's rows kept out of "
                    f"training, for `tinyrouter score` (default: {OFFICIAL.train_holdout}; 0 keeps none)")
-    p.add_argument("--init", metavar="HEAD", help="start from this head instead of W = 0: a run "
+    p.add_argument("--start", choices=("fit", "zero"), default="fit",
+                   help="without --init, where the search starts: fit (the model rows fitted "
+                        "to each training row's best model, a second's convex fit) or zero "
+                        "(W = 0, uniform routing)")
+    p.add_argument("--init", metavar="HEAD", help="start from this head instead: a run "
                    "folder, a submission folder, a weights file, or `king` (the king on main)")
     p.add_argument("--repo", type=Path, default=Path("."),
                    help="with --init king: the checkout of the competition's main branch")
@@ -84,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         live=args.live,
         live_items=args.live_items if args.live else 0,
         holdout=rules.train_holdout if args.holdout is None else args.holdout,
-        init=start.weights_sha256 if start else "",
+        init=start.weights_sha256 if start else "", start=args.start,
         role_rows=rules.train_role_rows if args.role_rows is None else args.role_rows,
         **{name: getattr(args, name) for name in TRAINING_OPTIONS})
     if args.threads:

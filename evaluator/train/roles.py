@@ -24,12 +24,11 @@ from evaluator.coordinator import head as routing
 from evaluator.loop import VERIFIER, WORKER, Turn, coordinator_transcript, truncate_output
 from evaluator.rules import ROLES, Competition
 from evaluator.train.data import TrainingSet
+from evaluator.train.start import softmax_fit
 
 ROLE_STREAM = 3  # keeps the role draws apart from the minibatch, live and held-out streams
 ANSWERING, JUDGING = ROLES.index(WORKER), ROLES.index(VERIFIER)
 L2 = 1e-4  # penalty on the role rows' squared norm: bounded weights on separable features
-STEPS = 3000
-STEP_SIZE = 2.0  # the features are unit vectors, so the loss is smooth enough for this step
 
 
 def fit_rows(data: TrainingSet, limit: int, seed: int) -> np.ndarray:
@@ -61,12 +60,7 @@ def fit_roles(turn1: np.ndarray, turn2: np.ndarray) -> np.ndarray:
     target = np.zeros((len(feats), len(ROLES)))
     target[:len(turn1), ANSWERING] = 1.0
     target[len(turn1):, JUDGING] = 1.0
-    rows = np.zeros((len(ROLES), feats.shape[1]))
-    for _ in range(STEPS):
-        p = routing.softmax(feats @ rows.T)
-        grad = (p - target).T @ feats / len(feats) + 2 * L2 * rows
-        rows -= STEP_SIZE * grad
-    return rows.astype(np.float32)
+    return softmax_fit(feats, target, L2).astype(np.float32)
 
 
 def with_roles(head: np.ndarray, turn1: np.ndarray, turn2: np.ndarray,

@@ -42,6 +42,7 @@ from evaluator.train.fitness import (
 )
 from evaluator.train.live import LiveFitness, live_weight
 from evaluator.train.roles import role_choices, with_roles
+from evaluator.train.start import fitted_theta
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ SUMMARY_FILE = "summary.json"
 CHECKPOINT_FILE = "checkpoint.json"
 HOLDOUT_FILE = "holdout.json"  # the item ids the run kept out of training, per benchmark
 CHECKPOINT_FORMAT = 1
+STARTS = ("fit", "zero")  # where a run without --init starts (TrainConfig.start)
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,8 @@ class TrainConfig:
     live: bool = False
     live_items: int = 0  # live questions per benchmark and generation, with `live`
     holdout: float = 0.0  # share of each benchmark's rows kept out of training
-    init: str = ""  # the weights hash of the head training starts from ("": W = 0)
+    init: str = ""  # the weights hash of the head training starts from ("": `start`)
+    start: str = "fit"  # without init: "fit" (train/start.py) or "zero" (W = 0, scales 1)
     role_rows: int = 0  # training rows the role fit reads (0: the role rows as CMA-ES left them)
 
     @classmethod
@@ -99,6 +102,8 @@ class TrainConfig:
         if self.role_rows < 0:
             raise TrainingError(f"--role-rows must be 0 (no role fit) or positive, "
                                 f"not {self.role_rows}")
+        if self.start not in STARTS:
+            raise TrainingError(f"--start {self.start!r}: choose from {', '.join(STARTS)}")
         if not 0 <= self.holdout < 1:
             raise TrainingError(f"--holdout {self.holdout} must be at least 0 and below 1")
 
@@ -221,7 +226,7 @@ def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
     With `config.live`, each candidate's fitness also counts its live accuracy, weighted as
     the score weighs live against cached accuracy; `live` plays the questions. `heldout`:
     the item ids kept out of `data`, recorded for `tinyrouter score`. `start`: the θ to
-    start from (`config.init` names its weights hash), else W = 0 and scales 1. `roles`:
+    start from (`config.init` names its weights hash), else `config.start`'s. `roles`:
     the turn-2 transcripts of `config.role_rows` rows, whose role rows are fitted at the end.
     """
     run_dir = Path(run_dir)
@@ -242,6 +247,10 @@ def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
         write_json(run_dir / HOLDOUT_FILE, {"format": CHECKPOINT_FORMAT, "share": config.holdout,
                                             "seed": config.seed, "ids": heldout})
     log.debug("training %s: %s on %d rows", run_dir, config, len(data.rows))
+    targets = data.targets(config.shrink)
+    if start is None and config.start == "fit":
+        feats = featurizer.features(np.arange(len(data.rows)), np.ones(rules.svf_scale_count))
+        start = fitted_theta(feats, targets, rules)
     es = make_optimizer(config, rules, start)
     told: list[list[float]] = []
     history: list[dict] = []
@@ -251,7 +260,6 @@ def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
         told = ckpt["told"]
         history = _read_json(run_dir / HISTORY_FILE, "nothing to resume")["generations"]
     start = time.monotonic() - (history[-1]["seconds"] if history else 0.0)
-    targets = data.targets(config.shrink)
     for generation in range(len(told), config.generations):
         index = minibatch(data, generation, config.seed, config.minibatch)
         extra: dict[str, float] = {}
@@ -337,6 +345,7 @@ def summarize(run_dir: Path, config: TrainConfig, data: TrainingSet, featurizer:
             "live": config.live, "minibatch": config.minibatch, "holdout": config.holdout,
             "role_rows": config.role_rows,
             "init_weights_sha256": config.init or None,
+            "start": "init" if config.init else config.start,
             "scales_step": config.scales_step, "shrink": config.shrink,
             "optimizer": {"name": OPTIMIZER_NAME, "popsize": config.popsize,
                           "sigma0": config.sigma0, "generations": len(history),

@@ -10,6 +10,7 @@ from evaluator.errors import TrainingError
 from evaluator.loop import TURN_HEADER_RE, WORKER, coordinator_transcript
 from evaluator.rules import OFFICIAL
 from evaluator.submission import read_weights, theta_from_tensors
+from evaluator.submission.weights import tensors_from_theta
 from evaluator.train import fitness
 from evaluator.train.data import TrainingSet, load_training_set, minibatch
 from evaluator.train.fitness import (
@@ -21,6 +22,7 @@ from evaluator.train.fitness import (
 from evaluator.train.live import pool_live_fitness
 from evaluator.train.roles import fit_roles, fit_rows, role_choices, turn2_transcripts
 from evaluator.train.run import RoleData, TrainConfig, initial_theta, run_training
+from evaluator.train.start import fitted_theta
 from evaluator.types import AnsweredItem, Item, ModelAnswer
 
 TINY = dataclasses.replace(OFFICIAL, hidden_size=8, svf_scale_count=7 * 8)
@@ -190,6 +192,23 @@ def test_start_is_uniform_routing_with_the_encoder_unchanged():
     assert not theta[:TINY.n_head_params].any() and (theta[TINY.n_head_params:] == 1).all()
 
 
+def test_the_search_starts_from_a_fit_of_each_rows_best_model(problem, tmp_path):
+    data, feats = problem
+    start = fitted_theta(feats.features(np.arange(len(data.rows)), np.ones(8)),
+                         data.targets(TINY.train_shrink), TINY)
+    head, scales = tensors_from_theta(start.astype(np.float32), TINY)
+    assert not head[TINY.n_models:].any() and (scales == 1).all()  # roles 0, encoder unchanged
+    feats_now = feats.features(np.arange(len(data.rows)), scales)
+    best_single = data.correct.mean(axis=0).max()
+    assert argmax_accuracy(head, feats_now, data.correct, TINY) > best_single + 0.1
+    # so the first generation already routes well, where W = 0 starts uniform
+    first = {}
+    for start_at in ("fit", "zero"):
+        run_training(tmp_path / start_at, config(1, start=start_at), data, feats, TINY)
+        first[start_at] = json.loads((tmp_path / start_at / "history.json").read_text())
+    assert first["fit"]["generations"][0]["mean"] > first["zero"]["generations"][0]["mean"] + 0.05
+
+
 def _outputs(run):
     history = json.loads((run / "history.json").read_text())["generations"]
     return [{k: v for k, v in h.items() if k != "seconds"} for h in history], \
@@ -224,8 +243,9 @@ def test_resume_continues_exactly_where_it_stopped(problem, tmp_path):
     calls = feats.calls
     run_training(tmp_path / "split", config(6), data, feats, TINY, resume=True)
     assert _outputs(tmp_path / "straight") == _outputs(tmp_path / "split")
-    # only the three new generations were evaluated (8 candidates each, + the summary)
-    assert feats.calls - calls == 3 * 8 + 1
+    # only the three new generations were evaluated (8 candidates each, + the start's fit
+    # and the summary)
+    assert feats.calls - calls == 3 * 8 + 2
 
 
 # ---------------------------------------------------------------- bad input
