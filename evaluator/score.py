@@ -170,9 +170,29 @@ def compare(mine: dict[str, Played], theirs: dict[str, Played], king: Head,
     agreement = float(np.mean([a.model == b.model for bench in benches
                                for a, b in zip(mine[bench].decisions, theirs[bench].decisions,
                                                strict=True)]))
+    bias = king_bias(mine, benches, rules)
     return {"head": king.label, "delta": delta, "ci95": [low, high],
             "would_crown": crowns(delta, 0.0, low, scope),
+            "king_bias": bias,
+            "would_crown_unbiased": None if bias is None else crowns(delta + bias, 0.0,
+                                                                     low + bias, scope),
             "clears_margin_share": float(np.mean(diffs >= rules.win_margin)),
             "agreement": agreement,
             "behaviour_duplicate": agreement >= rules.duplicate_agreement,
             "live_included": all(mine[b].live for b in benches)}
+
+
+def king_bias(mine: dict[str, Played], benches: Sequence[str], rules: Competition
+              ) -> float | None:
+    """How far the paired delta likely leans toward the king, in composite points.
+
+    The rows are unseen by this head (its held-out share), but the king, trained on the same
+    public train split, most likely fitted about (1 − the default holdout) of them, where a
+    head scores higher than on rows it never saw. This head's own fit gap (fitted minus
+    held-out accuracy, same recipe, same rows) stands in for the king's; the cached weight
+    turns it into composite points. None for a head without fitted rows (not a run).
+    """
+    if not all(mine[b].fit_correct is not None and len(mine[b].fit_correct) for b in benches):
+        return None
+    gaps = [float(mine[b].fit_correct.mean() - mine[b].correct.mean()) for b in benches]
+    return max(0.0, (1 - rules.train_holdout) * rules.weight_cached * float(np.mean(gaps)))

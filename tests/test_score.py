@@ -140,6 +140,15 @@ def test_against_the_king_the_crown_rule_is_applied_to_the_paired_rows(world, ca
     assert 0 <= king["clears_margin_share"] <= 1 and 0 <= king["agreement"] <= 1
     out = capsys.readouterr().out
     assert "against the king (bob generation 1)" in out and "take the crown" in out
+    # the king most likely trained on these rows: the lean is measured and said
+    per = report["per_benchmark"]
+    gap = np.mean([per[b]["fit"]["cached_acc"] - per[b]["cached_acc"] for b in BENCHES])
+    rules = world["rules"]
+    assert king["king_bias"] == pytest.approx(max(0, (1 - rules.train_holdout)
+                                                  * rules.weight_cached * gap))
+    assert king["would_crown_unbiased"] == crowns(king["delta"] + king["king_bias"], 0.0,
+                                                  low + king["king_bias"], rules)
+    assert "leans toward the king by about" in out
 
 
 @pytest.mark.parametrize(("argv", "code", "message"), [
@@ -170,6 +179,9 @@ def test_a_submission_folder_is_scored_on_the_rows_named(world):
     assert code == 0
     assert report["per_benchmark"]["mmlu"]["rows"] == 40
     assert "fit" not in report["per_benchmark"]["mmlu"]
+    code, report = score(world, world["repo"] / "submissions" / "bob" / "1", "--data",
+                         world["data"], "--king", "--repo", world["repo"])
+    assert code == 0 and report["king"]["king_bias"] is None
 
 
 def test_live_play_is_measured_and_ledgered_when_asked(world):

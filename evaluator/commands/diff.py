@@ -8,6 +8,7 @@ from typing import Any
 
 from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
+from evaluator.rules import OFFICIAL
 
 
 def add_diff(p: argparse.ArgumentParser) -> None:
@@ -20,7 +21,8 @@ def add_diff(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, default=Path("data"),
                    help="collected rows (<benchmark>.jsonl from `tinyrouter collect`)")
     p.add_argument("--repo", type=Path, default=Path("."), help="main checkout (for king)")
-    p.add_argument("--encoder", help="hub id or local folder (default: the rules' encoder)")
+    p.add_argument("--encoder", help="hub id or local folder (default: "
+                   f"{OFFICIAL.encoder_id}, or the --competition file's)")
     p.add_argument("--json", dest="json_out", metavar="OUT",
                    help="also write the comparison as JSON (- for standard output)")
     p.set_defaults(func=run)

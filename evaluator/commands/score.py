@@ -141,4 +141,21 @@ def lines(report: dict[str, Any], rules: Any) -> list[str]:
                 f"  picks the king's model on {king['agreement']:.1%} of these rows"
                 + (" — the behavioural check would reject it as a duplicate"
                    if king["behaviour_duplicate"] else "")]
+        out += bias_lines(king, rules)
     return out
+
+
+def bias_lines(king: dict[str, Any], rules: Any) -> list[str]:
+    """Why the preview leans toward the king, and by about how much (score.king_bias)."""
+    fitted = (f"the king most likely trained on about {1 - rules.train_holdout:.0%} of these rows "
+              f"(the public train split less the default --holdout {rules.train_holdout}), "
+              "and a head scores higher on rows it fitted")
+    if king["king_bias"] is None:
+        return [f"  bias: this head may have seen these rows, and {fitted}: neither side is "
+                "measured on unseen rows, so read the delta as a rough guide"]
+    corrected = king["delta"] + king["king_bias"]
+    verdict = "WOULD" if king["would_crown_unbiased"] else "would not"
+    return [f"  bias: these rows are unseen by this head, but {fitted}: with this run's fit "
+            f"gap standing in for the king's, the delta leans toward the king by about "
+            f"{king['king_bias']:.4f}; corrected, {corrected:+.4f}, which {verdict} take the "
+            "crown (the evaluator scores both on hidden rows neither has seen)"]
