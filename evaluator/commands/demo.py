@@ -50,7 +50,9 @@ COPIER = Miner("mallory", seed=0, pr=3)  # submits the king's head with its role
 # asks the pool about every corpus item outside the published train ids (the hidden pool is
 # among them) and fits a head to exactly those answers: the never-published audit catches it
 MEMORISER = Miner("mnemo", seed=11, pr=4)
-GENERATIONS, FAST_GENERATIONS = 60, 15  # each miner's training run, full and --fast
+# each miner's training run, full and --fast: the search starts from a fit of each row's best
+# model (train/start.py), which already routes by topic, so a few generations refine it
+GENERATIONS, FAST_GENERATIONS = 15, 5
 # the miners' CMA-ES population: about 60% of the default for the demo's 1,536 numbers, which
 # trains a head as good on held-out rows in 60% of the time (a miner keeps the default)
 POPSIZE = 16
@@ -271,6 +273,41 @@ def build_site(ws: Workspace) -> None:
                "--demo")
 
 
+PRACTISE_SCRIPT = "practise.sh"
+
+
+def practise_script(ws: Workspace) -> str:
+    """A script to source: the pool simulator on loopback, the miner tools pointed at it and
+    at the demo's rules, and the shell in the demo's competition checkout."""
+    import shlex
+    import sys
+
+    root, python = shlex.quote(str(ws.root)), shlex.quote(sys.executable)
+    return f"""# Practise the miner's path on this demo workspace, offline: source this file
+#   . {ws.root / PRACTISE_SCRIPT}
+# It starts the pool simulator on 127.0.0.1 (its log: simulator.log), exports
+# OPENROUTER_BASE_URL (the tools' pool) and TINYROUTER_COMPETITION (the demo's rules:
+# its tiny encoder), and moves into repo/, which plays the competition's checkout.
+# Stop the simulator with: kill "$TINYROUTER_SIMULATOR_PID"
+{python} -m evaluator pool simulate > {root}/simulator.log 2>&1 &
+TINYROUTER_SIMULATOR_PID=$!
+export TINYROUTER_SIMULATOR_PID
+for _ in $(seq 300); do
+    grep -q "serving on" {root}/simulator.log 2>/dev/null && break
+    sleep 0.1
+done
+OPENROUTER_BASE_URL=$(awk '/serving on/ {{print $3; exit}}' {root}/simulator.log)
+export OPENROUTER_BASE_URL
+export TINYROUTER_COMPETITION={shlex.quote(str(ws.competition))}
+cd {root}/repo || return 1
+echo "pool simulator on $OPENROUTER_BASE_URL (pid $TINYROUTER_SIMULATOR_PID); now in $PWD"
+"""
+
+
+def leave_practise(ws: Workspace) -> None:
+    (ws.root / PRACTISE_SCRIPT).write_text(practise_script(ws), encoding="utf-8")
+
+
 Stage = tuple[str, Callable[[Workspace], None]]
 STAGES: tuple[Stage, ...] = (
     ("build the tiny Qwen3 encoder", build_encoder),
@@ -283,6 +320,7 @@ STAGES: tuple[Stage, ...] = (
     ("a memoriser fits every public item outside the train ids and is evaluated", memorise),
     ("simulate the fairness figures (a quick run)", fairness),
     ("build the leaderboard site", build_site),
+    ("leave a script to practise the miner's path here", leave_practise),
 )
 
 
@@ -365,8 +403,11 @@ def summary(ws: Workspace, seconds: float) -> str:
     lines.append(f"{'miner':<8} {'outcome':<9} {'composite':>9} {'king before':>11} {'delta':>8}")
     for miner in MINERS:
         r = ws.results[miner.login]
+        before = r.get("king_composite")
+        if before is None and r.get("delta") is not None:  # a loser's record omits it
+            before = r["composite"] - r["delta"]
         lines.append(f"{miner.login:<8} {r['outcome']:<9} {_fmt(r.get('composite')):>9} "
-                     f"{_fmt(r.get('king_composite')):>11} {_fmt(r.get('delta')):>8}")
+                     f"{_fmt(before):>11} {_fmt(r.get('delta')):>8}")
     graded = {ws.results[m.login].get("isolation") for m in MINERS}
     lines.append(f"Isolation (as the results record it): {'; '.join(map(str, sorted(graded)))}")
     copier = ws.results.get(COPIER.login)
@@ -389,14 +430,22 @@ def summary(ws: Workspace, seconds: float) -> str:
     lines += ["", f"King: {king.miner} (generation {king.generation}), composite "
                   f"{king.composite:.4f}. {why(ws)}", "",
               f"{'benchmark':<14} {'king cached':>11} {'live':>6} {'turns':>6} {'score':>7} "
-              f"{'best single':>12} {'random':>7} {'oracle':>7}"]
+              f"{'best single':>12} {'random':>7} {'oracle':>7} {'captured':>9}"]
     for bench, comp in king.per_benchmark.items():
         base = manifest["benchmarks"][bench]["baselines"]
+        single, oracle = base["best_single"]["accuracy"], base["oracle"]
         lines.append(f"{bench:<14} {comp.cached_acc:>11.3f} {comp.live_acc:>6.3f} "
-                     f"{comp.avg_turns:>6.2f} {comp.score:>7.4f} "
-                     f"{base['best_single']['accuracy']:>12.3f} {base['random']:>7.3f} "
-                     f"{base['oracle']:>7.3f}")
+                     f"{comp.avg_turns:>6.2f} {comp.score:>7.4f} {single:>12.3f} "
+                     f"{base['random']:>7.3f} {oracle:>7.3f} "
+                     f"{captured(comp.cached_acc, single, oracle):>9.0%}")
+    lines.append("captured: the share of the gap from the best single model to the oracle (on "
+                 "the hidden pool) that the king's cached accuracy closes")
     return "\n".join(lines + footer(ws, seconds))
+
+
+def captured(accuracy: float, single: float, oracle: float) -> float:
+    """The share of the best-single → oracle gap an accuracy closes (0 where there is none)."""
+    return (accuracy - single) / (oracle - single) if oracle > single else 0.0
 
 
 def footer(ws: Workspace, seconds: float) -> list[str]:
@@ -407,7 +456,10 @@ def footer(ws: Workspace, seconds: float) -> list[str]:
             f"  private records (keep off the public repository): {ws.private}",
             f"Site: {ws.site / 'index.html'}",
             f"  serve it: python -m http.server 8000 --bind 127.0.0.1 --directory {ws.site}",
-            "  then open http://127.0.0.1:8000/"]
+            "  then open http://127.0.0.1:8000/",
+            f"Practise the miner's path here, offline: . {ws.root / PRACTISE_SCRIPT}",
+            "  (it starts the pool simulator; the Submitting guide's \"Practise on the demo\" "
+            "walks through the rest)"]
 
 
 def why(ws: Workspace) -> str:
@@ -421,12 +473,14 @@ def why(ws: Workspace) -> str:
                 f"margin of {ws.rules.win_margin}, with a 95% interval of {low:+.4f} to "
                 f"{high:+.4f} above zero.")
     if second["outcome"] == "lost":
-        low, high = second["ci95"]
+        # the private record: the public one rounds the delta, which may then look like a pass
+        exact = json.loads((ws.private / f"{MINERS[1].login}-1.json").read_text(encoding="utf-8"))
+        delta, (low, high) = exact["delta"], exact["ci95"]
         short = (f"is short of the margin of {ws.rules.win_margin}"
-                 if second["delta"] < ws.rules.win_margin else
-                 f"clears the margin, but its 95% interval ({low:+.2f} to {high:+.2f}) does not "
+                 if delta < ws.rules.win_margin else
+                 f"clears the margin, but its 95% interval ({low:+.4f} to {high:+.4f}) does not "
                  "lie above zero")
         return (f"{MINERS[0].login} was crowned first; {MINERS[1].login}'s delta of "
-                f"{second['delta']:+.2f} {short}.")
+                f"{delta:+.4f} {short}.")
     return (f"{MINERS[0].login} was crowned first; {MINERS[1].login} was rejected: "
             f"{second.get('reason')}.")

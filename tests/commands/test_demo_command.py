@@ -1,6 +1,10 @@
 """The embedded default, end to end: `tinyrouter demo --fast` in a temporary folder."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,9 +19,19 @@ from evaluator.types import AnsweredItem
 pytestmark = pytest.mark.slow
 
 
+GUIDE = Path(__file__).parents[2] / "site" / "submitting.md"
+
+
+def practise_commands() -> list[str]:
+    """The command lines of the Submitting guide's "Practise on the demo" section."""
+    section = GUIDE.read_text(encoding="utf-8").split("## Practise on the demo", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("demo") / "ws"
+    workdir = tmp_path_factory.mktemp("demo") / "demo"  # the guide's `--workdir demo`
     assert main(["demo", "--workdir", str(workdir), "--fast"]) == 0
     return workdir
 
@@ -145,3 +159,27 @@ def test_the_results_record_the_isolation_their_code_was_graded_under(demo):
     for miner in ("alice", "bob"):
         record = read(demo / "repo" / "leaderboard" / "results" / miner / "1.json")
         assert record["isolation"] == isolation.current().describe()
+
+
+def test_a_miner_practises_on_the_demo_exactly_as_the_guide_says(demo):
+    commands = practise_commands()
+    assert commands[0] == "tinyrouter demo --workdir demo"  # what the fixture ran, with --fast
+    assert commands[1] == ". demo/practise.sh"
+    # every later command runs as written, in one shell from the demo's parent folder; the
+    # simulator is stopped however the script ends
+    script = "\n".join([commands[1], 'trap \'kill "$TINYROUTER_SIMULATOR_PID" 2>/dev/null\' EXIT',
+                        *commands[2:]])
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    env.pop("TINYROUTER_COMPETITION", None)
+    env.pop("OPENROUTER_BASE_URL", None)
+    run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=demo.parent, env=env,
+                         capture_output=True, text=True, timeout=1800)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    repo = demo / "repo"
+    assert "leans toward the king by about" in run.stdout  # score --king says how it is biased
+    assert "same model on" in run.stdout  # diff
+    assert "all gates passed" in run.stdout  # preflight and the simulated pull request
+    attempts = [json.loads(line) for line in
+                (repo / "leaderboard" / "attempts.jsonl").read_text().splitlines()]
+    assert attempts[-1]["miner"] == "carol" and attempts[-1]["gates"]["passed"]
+    assert (repo / "submissions" / "carol" / "1" / "receipt.json").is_file()
