@@ -43,9 +43,11 @@ class Miner:
     login: str
     seed: int
     pr: int
+    start: str = "fit"  # train --start: two heads fitted to the same rows route alike, and the
+    # behavioural duplicate check rejects the second, so bob searches from W = 0
 
 
-MINERS = (Miner("alice", seed=1, pr=1), Miner("bob", seed=7, pr=2))
+MINERS = (Miner("alice", seed=1, pr=1), Miner("bob", seed=7, pr=2, start="zero"))
 COPIER = Miner("mallory", seed=0, pr=3)  # submits the king's head with its role rows permuted
 # asks the pool about every corpus item outside the published train ids (the hidden pool is
 # among them) and fits a head to exactly those answers: the never-published audit catches it
@@ -164,7 +166,7 @@ def train(ws: Workspace) -> None:
         tinyrouter(ws, "train", "--benchmarks", ",".join(ws.rules.benchmarks),
                    "--run-name", miner.login, "--data", ws.data, "--encoder", ws.encoder,
                    "--experiments", ws.experiments, "--generations", generations,
-                   "--popsize", POPSIZE, "--seed", miner.seed,
+                   "--popsize", POPSIZE, "--seed", miner.seed, "--start", miner.start,
                    "--progress-every", generations // 3)
         tinyrouter(ws, "pack", "--run-dir", ws.experiments / miner.login,
                    "--miner-name", miner.login, "--repo", ws.repo)
