@@ -82,9 +82,19 @@ def test_a_copy_of_the_king_is_rejected_at_gate_3_and_spends_its_slot(demo):
     assert f"submissions/{king['miner']}/1" in failed["reason"] or "PR #" in failed["reason"]
     attempts = [json.loads(line) for line in
                 (demo / "repo" / "leaderboard" / "attempts.jsonl").read_text().splitlines()]
-    assert [a["miner"] for a in attempts] == ["alice", "bob", "mallory"]
-    assert attempts[-1]["gates"] == {"passed": False, "failed": 3}
+    assert [a["miner"] for a in attempts] == ["alice", "bob", "mallory", "mnemo"]
+    assert attempts[2]["gates"] == {"passed": False, "failed": 3}
     assert not (demo / "repo" / "submissions" / "mallory").exists()
+
+
+def test_the_memorising_miner_is_never_crowned(demo):
+    record = read(demo / "repo" / "leaderboard" / "results" / "mnemo" / "1.json")
+    assert record["outcome"] in ("lost", "rejected")
+    if record["outcome"] == "rejected":
+        assert record["reason"].startswith("gate 5 (overfit)")
+    manifest = read(demo / "repo" / "leaderboard" / "manifest.json")
+    assert all(entry["splits"]["audit"]["count"] == 60 and entry["audit"]["about"]
+               for entry in manifest["benchmarks"].values())
 
 
 def test_the_fairness_figures_are_published_on_the_site(demo):
@@ -117,7 +127,9 @@ def test_no_plaintext_hidden_data_is_left_in_the_workspace(demo):
                for splits in sets.values() for rows in splits.values() for row in rows}
     assert len(prompts) == sum(len(rows) for s in sets.values() for rows in s.values())
     for path in demo.rglob("*"):
-        if path.is_file() and path.parent != demo / "hidden" and path.stat().st_size < 50_000_000:
+        # the memoriser collected the public items the pool is drawn from: that is its attack
+        if path.is_file() and path.parent != demo / "hidden" and \
+                demo / "memoriser" not in path.parents and path.stat().st_size < 50_000_000:
             text = path.read_bytes().decode("utf-8", errors="ignore")
             leaked = [p for p in prompts if p in text]
             assert not leaked, f"{path.relative_to(demo)} holds a hidden question"
