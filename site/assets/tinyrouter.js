@@ -32,7 +32,8 @@
     } else if (!scrolls && has) {
       before.remove();
     }
-    box.classList.toggle("tr-scrolls", scrolls);
+    // an attribute, not a class: Material styles only tables without a class
+    box.toggleAttribute("data-tr-scrolls", scrolls);
   }
 
   function tables() {

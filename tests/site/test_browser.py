@@ -43,7 +43,7 @@ OUTSIDE = """() => {
       const fits = box.getBoundingClientRect().right <= innerWidth + 1;
       if (fits && (x === "auto" || x === "scroll" || x === "hidden")) {
         const before = box.previousElementSibling;
-        said = box.classList.contains("tr-scrolls") && before !== null
+        said = box.hasAttribute("data-tr-scrolls") && before !== null
           && before.classList.contains("tr-scroll-hint") && before.offsetHeight > 0;
         break;
       }
