@@ -47,17 +47,12 @@ from evaluator.scoring import (
     BenchmarkScore,
     Measured,
     accuracy,
-    composite,
-    crowns,
-    judge_gap,
     novelty,
-    overfit_gap,
-    paired_interval,
-    score_benchmark,
 )
 from evaluator.store import Store, submission_path
 from evaluator.submission import Submission, sha256_file
 from evaluator.types import AnsweredItem, Decision, Item
+from evaluator.verdict import MORE, Verdict, judge, measured, overfit_reason
 
 log = logging.getLogger(__name__)
 CHALLENGER_LABEL, KING_LABEL = "challenger", "king"  # whose numbers a log line gives
@@ -104,10 +99,12 @@ class HeadRun:
         return float(sum(o.cost_usd for runs in self.live.values() for o in runs))
 
     def measured(self, bench: str, rules: Competition) -> Measured:
-        live = self.live.get(bench, [])
-        return Measured.of(self.correct[bench]["eval"], self.correct[bench]["audit"],
-                           [o.correct for o in live], [turns(o, rules) for o in live],
-                           *(self.best.get(bench, {}).get(s, ()) for s in PARTITION))
+        return measured(self.correct[bench]["eval"], self.correct[bench]["audit"],
+                        self.live.get(bench, []), rules,
+                        *(self.best.get(bench, {}).get(s, ()) for s in PARTITION))
+
+    def all_measured(self, rules: Competition) -> dict[str, Measured]:
+        return {bench: self.measured(bench, rules) for bench in rules.benchmarks}
 
     def failed_live(self) -> tuple[int, int]:
         """(live questions whose session failed for infrastructure reasons, live questions)."""
@@ -131,12 +128,6 @@ class HeadRun:
                           pr=contender.pr, head_sha=contender.head_sha, composite=self.composite,
                           per_benchmark=dict(self.scores), live_cost_usd=self.live_cost_usd,
                           items=items)
-
-
-def turns(outcome: LiveOutcome, rules: Competition) -> int:
-    """The turns a live question counts for: a failed session counts the whole budget, so a
-    failure never makes a head look efficient."""
-    return rules.max_turns if outcome.status == FAILED else outcome.n_turns
 
 
 # ---------------------------------------------------------------- the partition
@@ -217,45 +208,35 @@ def measure_cached(run: HeadRun, router: Router, theta: np.ndarray,
         log.info("%s %s: %d cached decisions", who, bench, len(transcripts))
 
 
-def measure_live(run: HeadRun, router: Router, theta: np.ndarray, sets: Sets,
-                 run_live: LiveRunner, rules: Competition, who: str = CHALLENGER_LABEL) -> None:
+def live_stages(sets: Sets, seed: str, rules: Competition) -> list[dict[str, list[Item]]]:
+    """This evaluation's live questions of each benchmark, stage by stage (`rules.live_stages`),
+    in an order drawn from the secret seed, so no stage's questions are known beforehand."""
+    stages: list[dict[str, list[Item]]] = [{} for _ in rules.live_stages]
+    for bench in rules.benchmarks:
+        items = live_items(sets, bench)
+        if len(items) < rules.live_size:
+            raise BenchmarkError(f"the sealed {bench} {LIVE_SPLIT} split holds {len(items)} "
+                                 f"questions; the rules play {rules.live_size}")
+        key = hmac.new(seed.encode(), f"{LIVE_SPLIT} {bench}".encode(), hashlib.sha256).digest()
+        order = sorted(items, key=lambda i: hmac.new(key, i.id.encode(), hashlib.sha256).digest())
+        start = 0
+        for stage, size in zip(stages, rules.live_stages, strict=True):
+            stage[bench], start = order[start:start + size], start + size
+    return stages
+
+
+def measure_live(run: HeadRun, router: Router, theta: np.ndarray,
+                 stage: Mapping[str, Sequence[Item]], run_live: LiveRunner, rules: Competition,
+                 who: str = CHALLENGER_LABEL) -> None:
+    """Play one stage's live questions; the outcomes join the head's earlier stages'."""
     def decide(transcripts: list[str]) -> list[Decision]:
         return router.decide(transcripts, theta)
 
     for bench in rules.benchmarks:
-        items, started = live_items(sets, bench), time.monotonic()
-        run.live[bench] = run_live(bench, items, decide)
+        items, started = stage[bench], time.monotonic()
+        run.live.setdefault(bench, []).extend(run_live(bench, items, decide))
         log.info("%s %s: %d live questions in %.1f s", who, bench, len(items),
                  time.monotonic() - started)
-
-
-def first_overfit(run: HeadRun, rules: Competition) -> str | None:
-    """The reason a miner reads when the overfit gap on some benchmark is too wide.
-
-    It names the benchmark and the limit, never the gap: its digits would give away how the
-    head does on the hidden audit items.
-    """
-    for bench in rules.benchmarks:
-        if judge_gap(overfit_gap(run.measured(bench, rules), rules), rules).rejected:
-            return (f"{OVERFIT_GATE}: on {bench} the head leads the best single model on this "
-                    f"evaluation's eval items (drawn from the public dataset) by more than on "
-                    f"the audit items (never published), beyond the limit of "
-                    f"{rules.overfit_reject_gap}; it fits known questions, not the task")
-    return None
-
-
-def score_run(run: HeadRun, novelties: Mapping[str, float], rules: Competition) -> None:
-    for bench in rules.benchmarks:
-        live = run.live[bench]
-        run.scores[bench] = score_benchmark(
-            cached_acc=accuracy(run.correct[bench]["eval"]),
-            audit_acc=accuracy(run.correct[bench]["audit"]),
-            live_acc=accuracy([o.correct for o in live]),
-            avg_turns=(float(np.mean([turns(o, rules) for o in live])) if live
-                       else float(rules.max_turns)),
-            nov=novelties[bench], rules=rules,
-            gap=float(overfit_gap(run.measured(bench, rules), rules)))
-    run.composite = composite({b: s.score for b, s in run.scores.items()}, rules)
 
 
 # ---------------------------------------------------------------- the match
@@ -291,7 +272,7 @@ def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: 
     best = {bench: best_model(pool_rows(sets, bench), rules) for bench in rules.benchmarks}
     mine = HeadRun()
     measure_cached(mine, router, challenger.theta, halves, rules, best=best)
-    reason = first_overfit(mine, rules)
+    reason = overfit_reason(mine.all_measured(rules), rules)  # before any paid call
     if reason is not None:
         log.info("overfit gate: rejected")
         return stamp.result(REJECTED, reason=reason, challenger_run=mine.record(challenger))
@@ -303,18 +284,24 @@ def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: 
                             None if theirs is None else theirs.decisions[b]["eval"], rules)
                  for b in rules.benchmarks}
     runs = [(theirs, king), (mine, challenger)] if theirs is not None else [(mine, challenger)]
-    for run, contender in runs:
-        try:
-            measure_live(run, router, contender.theta, sets, run_live, rules,
-                         who=KING_LABEL if contender is king else CHALLENGER_LABEL)
-        except PoolError as exc:
-            log.warning("live play stopped: %s", type(exc).__name__)
-            return void(stamp, mine, theirs, king, pool_reason(exc))
-        reason = failure_reason(run, contender is king, rules)
-        if reason is not None:
-            return void(stamp, mine, theirs, king, reason)
-        score_run(run, novelties, rules)
-    result = verdict(stamp, mine, theirs, king, novelties, rules)
+    for number, stage in enumerate(live_stages(sets, stamp.partition.seed, rules), start=1):
+        for run, contender in runs:
+            try:
+                measure_live(run, router, contender.theta, stage, run_live, rules,
+                             who=KING_LABEL if contender is king else CHALLENGER_LABEL)
+            except PoolError as exc:
+                log.warning("live play stopped: %s", type(exc).__name__)
+                return void(stamp, mine, theirs, king, pool_reason(exc))
+            reason = failure_reason(run, contender is king, rules)
+            if reason is not None:
+                return void(stamp, mine, theirs, king, reason)
+        decided = judge(mine.all_measured(rules),
+                        None if theirs is None else theirs.all_measured(rules),
+                        novelties, rules, stage=number)
+        log.info("crown test, live stage %d: %s", number, decided.outcome)
+        if decided.outcome != MORE:
+            break
+    result = verdict(stamp, mine, theirs, king, decided, rules)
     if result.outcome == KING:
         result = dataclasses.replace(result, router_card=router_card(mine, halves, public, rules))
     return result
@@ -352,19 +339,21 @@ def void(stamp: Stamp, mine: HeadRun, theirs: HeadRun | None, king: Contender | 
 
 
 def verdict(stamp: Stamp, mine: HeadRun, theirs: HeadRun | None, king: Contender | None,
-            novelties: Mapping[str, float], rules: Competition) -> Result:
-    king_composite = delta = ci95 = None
-    if theirs is not None:
-        king_composite, delta = theirs.composite, mine.composite - theirs.composite
-        _, ci95 = paired_interval({b: mine.measured(b, rules) for b in rules.benchmarks},
-                                  {b: theirs.measured(b, rules) for b in rules.benchmarks},
-                                  novelties, rules)
-    crowned = crowns(mine.composite, king_composite, None if ci95 is None else ci95[0], rules)
-    outcome = KING if crowned else LOST
-    log.info("verdict: %s", outcome)
+            decided: Verdict, rules: Competition) -> Result:
+    """The record of a decided match (`decided` is `verdict.judge`'s, after the last stage
+    played)."""
+    mine.scores, mine.composite = dict(decided.scores), decided.composite
+    if theirs is not None and decided.king_scores is not None:
+        theirs.scores, theirs.composite = dict(decided.king_scores), decided.king_composite
+    log.info("verdict: %s", decided.outcome)
+    sessions = sum(len(runs) for run in (mine, theirs) if run is not None
+                   for runs in run.live.values())
+    test = None if decided.evidence is None else {**decided.evidence.to_dict(),
+                                                   "live_sessions": sessions}
     return stamp.result(
-        outcome, composite=mine.composite, king_composite=king_composite, delta=delta, ci95=ci95,
-        per_benchmark=dict(mine.scores),
+        decided.outcome, reason=decided.reason if decided.outcome == LOST else None,
+        composite=decided.composite, king_composite=decided.king_composite, delta=decided.delta,
+        ci95=decided.ci95, crown_test=test, per_benchmark=dict(decided.scores),
         live_cost_usd=mine.live_cost_usd + (0.0 if theirs is None else theirs.live_cost_usd),
         challenger_run=mine.record(stamp.contender),
         king_run=None if king is None or theirs is None else theirs.record(king))

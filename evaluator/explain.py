@@ -102,6 +102,27 @@ def _scored_sentence(outcome: str, delta: float | None, interval: tuple[float, f
             f"it rounds to.")
 
 
+def _tested_sentence(outcome: str, delta: float | None, test: dict[str, Any], places: int,
+                     rules: Competition) -> str:
+    """The verdict of a record that carries its crown test (`evaluator.verdict`)."""
+    stages = len(rules.live_stages)
+    stage = int(test["stage"])
+    bar = rules.crown_z_final if stage >= stages else rules.crown_z_first
+    where = f"after live stage {stage} of {stages}"
+    difference, z = _signed(test["difference"], places), f"{test['z']:.2f}"
+    if outcome == KING:
+        over = ("" if delta is None
+                else f"{_signed(delta, places)} over the king re-scored on the same items; ")
+        return (f"Crowned {where}: {over}the crown test's difference without the overfit "
+                f"factor, {difference}, reaches the margin of {rules.win_margin:+g} and its z of "
+                f"{z} clears {bar}.")
+    if test["difference"] < rules.win_margin - 1e-9:
+        return (f"Not crowned {where}: the crown test's difference without the overfit factor, "
+                f"{difference}, is short of the margin of {rules.win_margin:+g}.")
+    return (f"Not crowned {where}: the difference {difference} reaches the margin, but its z "
+            f"of {z} does not clear {bar}: the lead could be chance.")
+
+
 def explain(record: Result | dict[str, Any], rules: Competition) -> Explanation:
     """The published verdict of one evaluation (a Result, or its public or private record)."""
     result = record if isinstance(record, Result) else Result.from_dict(record)
@@ -130,8 +151,9 @@ def explain(record: Result | dict[str, Any], rules: Competition) -> Explanation:
              else _round(composite - against, places))
     interval = (None if public.ci95 is None
                 else (_round(public.ci95[0], places), _round(public.ci95[1], places)))
-    return Explanation(outcome, composite, against, delta, interval, places,
-                       _scored_sentence(outcome, delta, interval, places, rules))
+    sentence = (_tested_sentence(outcome, delta, public.crown_test, places, rules)
+                if public.crown_test else _scored_sentence(outcome, delta, interval, places, rules))
+    return Explanation(outcome, composite, against, delta, interval, places, sentence)
 
 
 def explain_gate(attempt: Attempt) -> Explanation:

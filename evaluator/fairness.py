@@ -43,19 +43,19 @@ import numpy as np
 
 from evaluator.baselines import matrix_from_json
 from evaluator.errors import BaselineError
+from evaluator.records import KING, REJECTED
 from evaluator.rules import ROLES, Competition
 from evaluator.scoring import (
     TOLERANCE,
     Measured,
     composite,
-    crowns,
     judge_gap,
     novelty,
     overfit_gap,
-    paired_interval,
     score_benchmark,
 )
 from evaluator.types import Decision
+from evaluator.verdict import MORE, judge
 
 FORMAT = 1
 REFERENCE_ACCURACY = 0.6
@@ -309,20 +309,30 @@ def score(hidden: Hidden, head: Head, halves: Halves, nov: dict[str, float],
     return Scored(composite(scores, rules), any(rejected.values()), penalised, rejected, measured)
 
 
+def _first(m: Measured, live: int) -> Measured:
+    return dataclasses.replace(m, live_correct=m.live_correct[:live],
+                               live_turns=m.live_turns[:live])
+
+
 def crowned(hidden: Hidden, king: Head, challenger: Head, halves: Halves, rules: Competition,
             interval: bool = True) -> bool:
-    """Whether the challenger takes the crown in this evaluation (the overfit gate first)."""
+    """Whether the challenger takes the crown in this evaluation: `verdict.judge`, stage by
+    stage, as an evaluation calls it. Without `interval`, the margin alone on the published
+    composites of the first stage decides (the overfit gate first)."""
     nov = novelties(challenger, king, halves, rules)
-    mine = score(hidden, challenger, halves, nov, rules)
-    if mine.rejected:
-        return False
-    theirs = score(hidden, king, halves, nov, rules)
-    if mine.composite - theirs.composite < rules.win_margin - TOLERANCE:
-        return False  # the margin fails: no need for the interval
-    if not interval:
-        return True
-    _, (low, _) = paired_interval(mine.measured, theirs.measured, nov, rules)
-    return crowns(mine.composite, theirs.composite, low, rules)
+    mine = {b: measure(hidden, challenger, halves, b) for b in rules.benchmarks}
+    theirs = {b: measure(hidden, king, halves, b) for b in rules.benchmarks}
+    played = 0
+    for stage, size in enumerate(rules.live_stages, start=1):
+        played += size
+        decided = judge({b: _first(m, played) for b, m in mine.items()},
+                        {b: _first(m, played) for b, m in theirs.items()}, nov, rules, stage)
+        if not interval:
+            return (decided.outcome != REJECTED and decided.delta is not None
+                    and decided.delta >= rules.win_margin - TOLERANCE)
+        if decided.outcome != MORE:
+            return decided.outcome == KING
+    return False
 
 
 # ---------------------------------------------------------------- the figures

@@ -30,6 +30,7 @@ from evaluator.store import (
     read_json,
     validate,
 )
+from evaluator.verdict import published_crowns
 
 log = logging.getLogger(__name__)
 # `against`: the King a result was scored against, None for no king, or UNKNOWN
@@ -40,20 +41,18 @@ def check_result(data: dict[str, Any], rules: Competition, where: str = "result"
     """Schema plus the rules: the benchmarks, the composite and the outcome all add up."""
     validate("result", data, where)
     result = Result.from_dict(data)
-    if result.outcome == LOST:
-        # a loss is published rounded: refuse only what is a crown even after rounding
-        slack = rules.disclosure_precision / 2
-        if crowns(result.delta - slack, 0.0, result.ci95[0] - slack, rules):
-            raise LeaderboardError(f"{where}: the delta and its interval crown the head but it "
-                                   "says lost")
+    # a loss is published rounded: refuse only what is a crown even after rounding
+    if result.outcome == LOST and _crowned(result, rules, slack=-rules.disclosure_precision / 2):
+        raise LeaderboardError(f"{where}: its published figures crown the head but it says "
+                               "lost")
     if result.outcome != KING:
         return result
     king, composite = result.king_composite, result.composite
     if king is not None and abs(result.delta - (composite - king)) > TOLERANCE:
         raise LeaderboardError(f"{where}: delta is not composite − king_composite")
-    if not crowns(composite, king, None if result.ci95 is None else result.ci95[0], rules):
-        raise LeaderboardError(f"{where}: crowned without beating the king by the margin of "
-                               f"{rules.win_margin} with an interval above zero")
+    if king is not None and not _crowned(result, rules):
+        raise LeaderboardError(f"{where}: crowned without its crown test reaching the margin of "
+                               f"{rules.win_margin} with enough evidence")
     per = result.per_benchmark or {}
     if sorted(per) != sorted(rules.benchmarks):
         raise LeaderboardError(f"{where}: per_benchmark must cover exactly "
@@ -62,6 +61,14 @@ def check_result(data: dict[str, Any], rules: Competition, where: str = "result"
     if abs(mean - composite) > TOLERANCE:
         raise LeaderboardError(f"{where}: composite is not the mean of the benchmark scores")
     return result
+
+
+def _crowned(result: Result, rules: Competition, slack: float = 0.0) -> bool:
+    """Whether the published figures crown: the crown test, or for a record from before it,
+    the margin and an interval above zero."""
+    if result.crown_test is not None:
+        return published_crowns(result.crown_test, rules, slack)
+    return crowns(result.delta + slack, 0.0, result.ci95[0] + slack, rules)
 
 
 # ---------------------------------------------------------------- apply

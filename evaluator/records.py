@@ -39,15 +39,16 @@ IDENTITY_FIELDS = ("format", "miner", "generation", "pr", "head_sha", "evaluated
 # The disclosure rule as data: the public record of each outcome holds exactly these fields.
 PUBLIC_FIELDS = {
     KING: (*IDENTITY_FIELDS, "outcome", "composite", "king_composite", "delta", "ci95",
-           "reason", "per_benchmark", "live_cost_usd", "router_card", "isolation"),
-    LOST: (*IDENTITY_FIELDS, "outcome", "composite", "delta", "ci95", "isolation"),
+           "crown_test", "reason", "per_benchmark", "live_cost_usd", "router_card", "isolation"),
+    LOST: (*IDENTITY_FIELDS, "outcome", "composite", "delta", "ci95", "crown_test", "isolation"),
     **{outcome: (*IDENTITY_FIELDS, "outcome", "reason", "composite", "delta", "isolation")
        for outcome in UNSCORED},
 }
 # Public fields a record written before they were kept lacks (the schema does not require them)
-LATER_FIELDS = ("isolation",)
+LATER_FIELDS = ("isolation", "crown_test")
 # What the disclosure rule rounds: in a loss, these fields; in a king's breakdown, these parts.
 ROUNDED_IN_LOSS = ("composite", "delta", "ci95")
+ROUNDED_IN_TEST = ("difference", "se", "z")  # a loss's crown test, at the disclosure precision
 ROUNDED_IN_BREAKDOWN = ("audit_acc",)
 
 
@@ -217,6 +218,7 @@ class Result:
     king_composite: float | None = None
     delta: float | None = None
     ci95: tuple[float, float] | None = None
+    crown_test: dict[str, Any] | None = None  # the crown test's stage, difference, se and z
     per_benchmark: dict[str, BenchmarkScore] | None = None
     live_cost_usd: float | None = None
     router_card: dict[str, Any] | None = None  # a new king's routing mix and cost (public)
@@ -238,6 +240,7 @@ class Result:
                 "reason": self.reason, "composite": self.composite,
                 "king_composite": self.king_composite, "delta": self.delta,
                 "ci95": None if self.ci95 is None else list(self.ci95),
+                "crown_test": None if self.crown_test is None else dict(self.crown_test),
                 "per_benchmark": _scores_dict(self.per_benchmark),
                 "live_cost_usd": self.live_cost_usd, "router_card": self.router_card,
                 "isolation": self.isolation}
@@ -252,6 +255,9 @@ class Result:
             public.update(composite=None, delta=None)
         if self.outcome == LOST:
             public.update({name: disclosed(public[name], precision) for name in ROUNDED_IN_LOSS})
+            if public["crown_test"] is not None:
+                public["crown_test"].update({name: disclosed(public["crown_test"][name], precision)
+                                             for name in ROUNDED_IN_TEST})
         if public.get("per_benchmark"):
             public["per_benchmark"] = {
                 bench: {**parts, **{name: disclosed(parts[name], precision)
@@ -280,6 +286,8 @@ class Result:
                    reason=_str(data.get("reason")), composite=_float(data.get("composite")),
                    king_composite=_float(data.get("king_composite")),
                    delta=_float(data.get("delta")), ci95=_pair(data.get("ci95")),
+                   crown_test=data.get("crown_test") if isinstance(data.get("crown_test"),
+                                                                   dict) else None,
                    per_benchmark=_scores(data.get("per_benchmark")),
                    live_cost_usd=_float(data.get("live_cost_usd")),
                    router_card=data.get("router_card") if isinstance(data.get("router_card"),

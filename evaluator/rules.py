@@ -143,7 +143,10 @@ class Competition:
     benchmarks: tuple[str, ...] = BENCHMARKS
     eval_size: int = 150
     audit_size: int = 150
-    live_size: int = 20
+    # the live split: played in stages, the first `live_first_stage` questions of each
+    # benchmark, then (when the crown test is undecided) the rest
+    live_size: int = 60
+    live_first_stage: int = 20
     # share of the non-hidden items published as train ids; the rest is withheld so the
     # hidden items are not simply the complement of the published ones
     train_fraction: float = 0.5
@@ -177,6 +180,14 @@ class Competition:
     overfit_confidence: float = 0.8
     novelty_questions: int = 50
     novelty_without_king: float = 0.5
+    # the crown test (SPEC §8): one-sided z of the composite difference without the overfit
+    # factor. After the first live stage z > crown_z_first crowns and z ≤ lose_z_first loses,
+    # anything between plays the rest of the live split; after it z > crown_z_final crowns.
+    # Chosen with `tinyrouter fairness`: about 1 % false crowns per evaluation, so a campaign
+    # of near-equal submissions stays within the Fairness page's campaign figure
+    crown_z_first: float = 2.576  # the normal's upper 0.5 % point
+    lose_z_first: float = 0.5
+    crown_z_final: float = 2.326  # the normal's upper 1 % point
     bootstrap_resamples: int = 2000
     # a loser's composite, delta and interval, a king's audit accuracy: published to this
     disclosure_precision: float = 0.01
@@ -213,6 +224,12 @@ class Competition:
     @property
     def n_params(self) -> int:
         return self.n_head_params + self.svf_scale_count
+
+    @property
+    def live_stages(self) -> tuple[int, ...]:
+        """Live questions per benchmark played in each stage of the crown test."""
+        first = min(self.live_first_stage, self.live_size)
+        return (first, self.live_size - first) if self.live_size > first else (first,)
 
     @property
     def pool_size(self) -> int:
@@ -255,6 +272,7 @@ class Competition:
         data["pool"] = [dataclasses.asdict(m) for m in self.pool]
         data["benchmarks"] = list(self.benchmarks)
         for name in ("n_models", "n_roles", "head_shape", "n_head_params", "n_params", "pool_size",
+                     "live_stages",
                      "split_sizes", "sealed_sizes", "partition_sizes", "pool_names", "train_popsize"):
             value = getattr(self, name)
             data[name] = list(value) if isinstance(value, tuple) else value

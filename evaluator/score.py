@@ -4,8 +4,9 @@ The rows are the miner's collected training data: for a training run, the share 
 of training (`holdout.json`), with the rows it fitted for the fit gap; for a submission folder
 or a weights file, the rows named by `--data` (it may have seen them). Each head's turn-1
 decision picks a model whose graded answer is the row's, as cached accuracy does in an
-evaluation; novelty, the overfit factor and the composite use `evaluator.scoring`. Live
-accuracy and efficiency are measured only on request, with real (metered) calls.
+evaluation; the components and the comparison with the king are `evaluator.verdict`'s, the
+evaluator's own. Live accuracy and efficiency are measured only on request, with real
+(metered) calls.
 """
 
 from __future__ import annotations
@@ -20,20 +21,11 @@ import numpy as np
 from evaluator.advisories import routing_advisories, weight_advisories
 from evaluator.heads import Head
 from evaluator.loop import LiveOutcome, coordinator_transcript
+from evaluator.records import KING
 from evaluator.rules import Competition
-from evaluator.scoring import (
-    BOOTSTRAP_SEED,
-    Measured,
-    bench_score,
-    composite,
-    crowns,
-    efficiency,
-    interval,
-    novelty,
-    overfit,
-    paired_resamples,
-)
+from evaluator.scoring import BOOTSTRAP_SEED, Measured, composite, interval, novelty, overfit
 from evaluator.types import AnsweredItem, Decision
+from evaluator.verdict import components, judge, measured, published_crowns
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +42,9 @@ class Played:
     fit_correct: np.ndarray | None = None  # on the rows it was trained on (a run only)
     live: list[LiveOutcome] = field(default_factory=list)
 
-    def measured(self) -> Measured:
-        # the held-out rows stand in for both eval and audit: the fit gap is reported apart
-        return Measured.of(self.correct, self.correct, [o.correct for o in self.live],
-                           [o.n_turns for o in self.live])
+    def measured(self, rules: Competition) -> Measured:
+        # the held-out rows are the eval half; no audit half: the fit gap is reported apart
+        return measured(self.correct, [], self.live, rules)
 
 
 def by_benchmark(rows: Sequence[AnsweredItem], rules: Competition) -> dict[str, list[AnsweredItem]]:
@@ -106,13 +97,11 @@ def benchmark_report(mine: Played, theirs: Played | None, rules: Competition) ->
     cached_part = rules.weight_cached * cached + rules.weight_novelty * nov
     report["cached_part"] = cached_part
     if mine.live:
-        live_acc = float(np.mean([o.correct for o in mine.live]))
-        turns = float(np.mean([o.n_turns for o in mine.live]))
-        eff = float(efficiency(turns, live_acc, rules))
-        report.update(live={"questions": len(mine.live), "live_acc": live_acc,
-                            "avg_turns": turns, "efficiency": eff,
+        parts = components(mine.measured(rules), nov, rules)
+        report.update(live={"questions": len(mine.live), "live_acc": parts.live_acc,
+                            "avg_turns": parts.avg_turns, "efficiency": parts.efficiency,
                             "cost_usd": float(sum(o.cost_usd for o in mine.live))},
-                      score=float(bench_score(cached, live_acc, eff, nov, 1.0, rules)))
+                      score=parts.score)
     return report
 
 
@@ -161,22 +150,26 @@ def _over(rules: Competition, benches: Sequence[str]) -> Competition:
 
 def compare(mine: dict[str, Played], theirs: dict[str, Played], king: Head,
             benches: Sequence[str], rules: Competition) -> dict[str, Any]:
-    """The paired comparison with the king on the same rows, as the crown rule reads it."""
+    """The paired comparison with the king on the same rows, decided by the evaluator's
+    verdict function with the crown test's last-stage rule (a preview has no second stage)."""
     scope = _over(rules, benches)
     nov = {b: novelty(mine[b].decisions, theirs[b].decisions, rules) for b in benches}
-    delta, diffs = paired_resamples({b: mine[b].measured() for b in benches},
-                                    {b: theirs[b].measured() for b in benches}, nov, scope)
-    low, high = interval(diffs)
+    decided = judge({b: mine[b].measured(rules) for b in benches},
+                    {b: theirs[b].measured(rules) for b in benches}, nov, scope,
+                    stage=len(rules.live_stages))
+    ev = decided.evidence
+    assert ev is not None and decided.ci95 is not None  # a king was given
     agreement = float(np.mean([a.model == b.model for bench in benches
                                for a, b in zip(mine[bench].decisions, theirs[bench].decisions,
                                                strict=True)]))
     bias = king_bias(mine, benches, rules)
-    return {"head": king.label, "delta": delta, "ci95": [low, high],
-            "would_crown": crowns(delta, 0.0, low, scope),
-            "king_bias": bias,
-            "would_crown_unbiased": None if bias is None else crowns(delta + bias, 0.0,
-                                                                     low + bias, scope),
-            "clears_margin_share": float(np.mean(diffs >= rules.win_margin)),
+    final = len(rules.live_stages)
+    unbiased = None if bias is None else published_crowns(
+        {"stage": final, "difference": ev.difference + bias,
+         "z": (ev.difference + bias) / ev.se if ev.se > 0 else ev.z}, scope)
+    return {"head": king.label, "delta": ev.difference, "ci95": list(decided.ci95),
+            "z": ev.z, "would_crown": decided.outcome == KING, "verdict": decided.reason,
+            "king_bias": bias, "would_crown_unbiased": unbiased,
             "agreement": agreement,
             "behaviour_duplicate": agreement >= rules.duplicate_agreement,
             "live_included": all(mine[b].live for b in benches)}

@@ -57,6 +57,12 @@ def rejected(miner="carol", generation=1, pr=14, reason="gate 5 (overfit): on mm
             "benchmark_manifest": None, "partition_commitment": None}
 
 
+def with_test(record, stage, difference, z):
+    """The record with a published crown test after `stage`."""
+    return {**record, "crown_test": {"stage": stage, "difference": difference, "se": 0.01,
+                                     "z": z, "live_items": 20 * stage, "live_sessions": 120}}
+
+
 def unscored(outcome, at="2026-11-20T12:00:00Z", sha="d", reason="void: the pool failed"):
     return {**rejected(miner="dave", pr=15, reason=reason), "outcome": outcome,
             "head_sha": sha * 40, "evaluated_at": at}
@@ -81,6 +87,7 @@ def test_schema_name_pattern_is_the_rules_pattern():
 
 
 @pytest.mark.parametrize("record", [crowned(), crowned(king=0.58, composite=0.6), lost(),
+                                    with_test(lost(), 1, 0.01, 0.4),
                                     rejected(), unscored("void"), unscored("stale")])
 def test_records_of_every_outcome_validate(record):
     check_result(record, rules=OFFICIAL)
@@ -133,6 +140,15 @@ def test_schema_rejects(case, record, mentions):
     # rounded to the disclosure precision, a loss may show the margin or a zero bound
     (lost(composite=0.62, delta=0.02, low=0.01), True),
     (lost(composite=0.62, delta=0.05, low=0.0), True),
+    # with the crown test: its own figures decide, stage by stage
+    (with_test(crowned(composite=0.8, king=0.69), 1, 0.03, 2.6), True),
+    (with_test(crowned(composite=0.8, king=0.69), 1, 0.03, 2.4), False),
+    (with_test(crowned(composite=0.8, king=0.69), 2, 0.03, 2.4), True),
+    (with_test(crowned(composite=0.8, king=0.69), 2, 0.01, 9.0), False),
+    (with_test(lost(composite=0.62, delta=0.04, low=0.02), 2, 0.03, 3.0), False),
+    (with_test(lost(composite=0.62, delta=0.04, low=0.02), 1, 0.03, 2.4), True),
+    # rounded, a loss may show the margin, or z at the bar
+    (with_test(lost(composite=0.62, delta=0.04, low=0.02), 2, 0.02, 2.33), True),
 ])
 def test_outcome_must_match_the_margin(record, ok):
     if ok:

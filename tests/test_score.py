@@ -11,7 +11,6 @@ from evaluator.cli import main
 from evaluator.coordinator.router import load_router
 from evaluator.loop import coordinator_transcript
 from evaluator.records import King
-from evaluator.scoring import crowns
 from evaluator.store import Store
 from evaluator.types import AnsweredItem, Item, ModelAnswer
 
@@ -136,8 +135,12 @@ def test_against_the_king_the_crown_rule_is_applied_to_the_paired_rows(world, ca
     assert king["head"] == "the king (bob generation 1)"
     low, high = king["ci95"]
     assert low <= king["delta"] <= high
-    assert king["would_crown"] == crowns(king["delta"], 0.0, low, world["rules"])
-    assert 0 <= king["clears_margin_share"] <= 1 and 0 <= king["agreement"] <= 1
+    # the evaluator's verdict function, with the last live stage's rule
+    rules = world["rules"]
+    assert king["would_crown"] == (king["delta"] >= rules.win_margin
+                                   and king["z"] > rules.crown_z_final)
+    assert king["verdict"].startswith("crowned" if king["would_crown"] else "lost")
+    assert 0 <= king["agreement"] <= 1
     out = capsys.readouterr().out
     assert "against the king (bob generation 1)" in out and "take the crown" in out
     # the king most likely trained on these rows: the lean is measured and said

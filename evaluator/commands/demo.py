@@ -469,20 +469,26 @@ def why(ws: Workspace) -> str:
     if first["outcome"] != "king":
         return (f"{MINERS[0].login} was rejected: {first.get('reason')}; {MINERS[1].login} "
                 f"was crowned, the first to pass every check.")
-    if second["outcome"] == "king":
-        low, high = second["ci95"]
-        return (f"{MINERS[1].login} beat the king by {second['delta']:+.4f}, at least the "
-                f"margin of {ws.rules.win_margin}, with a 95% interval of {low:+.4f} to "
-                f"{high:+.4f} above zero.")
-    if second["outcome"] == "lost":
-        # the private record: the public one rounds the delta, which may then look like a pass
-        exact = json.loads((ws.private / f"{MINERS[1].login}-1.json").read_text(encoding="utf-8"))
-        delta, (low, high) = exact["delta"], exact["ci95"]
-        short = (f"is short of the margin of {ws.rules.win_margin}"
-                 if delta < ws.rules.win_margin else
-                 f"clears the margin, but its 95% interval ({low:+.4f} to {high:+.4f}) does not "
-                 "lie above zero")
-        return (f"{MINERS[0].login} was crowned first; {MINERS[1].login}'s delta of "
-                f"{delta:+.4f} {short}.")
+    if second["outcome"] in ("king", "lost"):
+        return (f"{MINERS[0].login} was crowned first; then {MINERS[1].login}: "
+                f"{crown_test(second, ws.rules)}")
     return (f"{MINERS[0].login} was crowned first; {MINERS[1].login} was rejected: "
             f"{second.get('reason')}.")
+
+
+def crown_test(result: dict, rules: Competition) -> str:
+    """The crown test of a public result, stage by stage, in words."""
+    test = result.get("crown_test")
+    if not test:
+        return f"{result['outcome']} (delta {result['delta']:+.2f})."
+    stages = len(rules.live_stages)
+    steps = [f"stage 1 ({rules.live_stages[0]} live questions per benchmark)"]
+    if test["stage"] > 1:
+        steps.append(f"undecided, so stage 2 ({rules.live_stages[1]} more)")
+    crowned = result["outcome"] == "king"
+    bar = rules.crown_z_final if test["stage"] == stages else rules.crown_z_first
+    return (f"{', '.join(steps)}: difference {test['difference']:+.3f} (margin "
+            f"{rules.win_margin}), z {test['z']:.2f} against {bar} to crown"
+            + (f", {rules.lose_z_first} to lose" if test["stage"] < stages else "")
+            + f"; {'crowned' if crowned else 'lost'} after stage {test['stage']} "
+            f"({test['live_sessions']} live sessions).")

@@ -156,7 +156,8 @@ def evaluate_held(args: argparse.Namespace, relpath: str, changes: list | None) 
         args.repo, relpath,
         open_sets=lambda: open_verified(args.benchmark_dir, password, manifest, rules),
         router=load_router(args.encoder or rules.encoder_id, rules),
-        run_live=pool_runner(args.pool_url, rules), rules=rules, public_items=train_items,
+        run_live=pool_runner(args.pool_url, rules, share_responses=True), rules=rules,
+        public_items=train_items,
         pr=args.pr, head_sha=args.head_sha, author=args.author, changes=changes,
         require_gates_pass=args.require_gates_pass, earlier_dir=args.earlier_dir)
 

@@ -134,10 +134,10 @@ def lines(report: dict[str, Any], rules: Any) -> list[str]:
         part = "" if king["live_included"] else " (cached part only)"
         low, high = king["ci95"]
         verdict = "WOULD take the crown" if king["would_crown"] else "would not take the crown"
-        out += [f"against {king['head']}: delta{part} {king['delta']:+.4f}, paired 95% interval "
-                f"{low:+.4f} to {high:+.4f}; {verdict} (margin {rules.win_margin}, interval "
-                f"above zero); the margin is cleared in {king['clears_margin_share']:.0%} of "
-                "the bootstrap resamples",
+        out += [f"against {king['head']}: difference{part} {king['delta']:+.4f}, 95% interval "
+                f"{low:+.4f} to {high:+.4f}, z {king['z']:.2f}; {verdict} (margin "
+                f"{rules.win_margin}, z above {rules.crown_z_final} as after the last live "
+                "stage)",
                 f"  picks the king's model on {king['agreement']:.1%} of these rows"
                 + (" — the behavioural check would reject it as a duplicate"
                    if king["behaviour_duplicate"] else "")]

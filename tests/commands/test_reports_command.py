@@ -38,7 +38,10 @@ REJECTED = {**IDENTITY, "outcome": "rejected", "composite": None, "delta": None,
     ("comment", FIRST, ["**0.7134**"]),
     # a loss: the composite, the delta, its interval and what it missed, at two decimals
     ("summary", LOST, ["Not crowned", "0.70", "+0.01", "-0.02 to +0.04", "+0.02",
-                       "interval above zero"]),
+                       "tells it from chance"]),
+    ("summary", {**LOST, "crown_test": {"stage": 2, "difference": 0.01, "se": 0.01, "z": 1.0,
+                                        "live_items": 60, "live_sessions": 360}},
+     ["decided after live stage 2", "z 1.00"]),
     ("comment", LOST, ["did not take the crown", "+0.01", "-0.02 to +0.04"]),
     # a rejection: the gate and its reason
     ("summary", REJECTED, ["Rejected", "gate 4 \\(receipt\\)"]),

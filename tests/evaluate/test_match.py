@@ -140,6 +140,33 @@ def test_exactly_the_margin_crowns(sets, router, pool):
                rules).outcome == "king"
 
 
+def test_an_undecided_first_stage_plays_the_rest_of_the_live_split(sets, router, pool):
+    # stages of 2 and 4 live questions; a first stage that can neither crown nor lose
+    rules = dataclasses.replace(RULES, live_first_stage=2, crown_z_first=99.0, lose_z_first=-99.0)
+    result = run(contender(SMART), contender(ALWAYS_0, miner="bob"), sets, router, pool, rules)
+    assert sorted(pool.calls) == sorted([(b, n) for b in RULES.benchmarks for n in (2, 4)] * 2)
+    test = result.public(PRECISION)["crown_test"]
+    assert (result.outcome, test["stage"], test["live_items"]) == ("king", 2, 6)
+    assert test["live_sessions"] == 2 * len(RULES.benchmarks) * RULES.live_size
+    # the private record holds every live question of both stages, once
+    live = result.private(PRECISION)["challenger"]["items"]["math500"]["live"]
+    assert sorted(q["id"] for q in live) == sorted(i.id for i in sets["math500"]["live"])
+    check_result(result.public(PRECISION), rules)
+
+
+def test_a_decided_first_stage_plays_no_more(sets, router, pool):
+    rules = dataclasses.replace(RULES, live_first_stage=2)
+    result = run(contender(ALWAYS_1), contender(ALWAYS_0, miner="bob"), sets, router, pool, rules)
+    assert result.outcome == "lost" and result.public(PRECISION)["crown_test"]["stage"] == 1
+    assert sorted(pool.calls) == sorted([(b, 2) for b in RULES.benchmarks] * 2)
+    # which questions make the first stage is drawn from the evaluation's secret seed
+    other = Partition(seed="9" * 64, salt="fe" * 16)
+    first = {c["id"] for c in result.private(PRECISION)["challenger"]["items"]["mmlu"]["live"]}
+    again = run(contender(ALWAYS_1), contender(ALWAYS_0, miner="bob"), sets, router, FakePool(),
+                rules, drawn=other)
+    assert first != {c["id"] for c in again.private(PRECISION)["challenger"]["items"]["mmlu"]["live"]}
+
+
 def test_overfit_is_a_rejection_without_live_calls_and_without_the_gap(router, pool):
     sets = make_sets(broken_audit=("mmlu",))
     result = run(contender(SMART), contender(ALWAYS_0, miner="bob"), sets, router, pool, STRICT)

@@ -146,3 +146,26 @@ def test_the_runner_shares_one_retry_budget(base_url, simulator, corpus):
         assert [o.status for o in outcomes] == [FAILED] * 2
         assert all("retry budget of 0s is spent after 1 attempts" in o.reason for o in outcomes)
     assert simulator.requests == 4
+
+
+def test_within_an_evaluation_the_same_call_is_answered_once(base_url, simulator, corpus):
+    """Both heads making the same call on the same transcript get the same reply; the replay
+    bills nothing, and a head that decides otherwise still calls the pool."""
+    def plan(model):
+        return fixed(*[(model, "Worker"), (model, "Verifier")] * 3)
+
+    run = pool_runner(base_url, OFFICIAL, share_responses=True)
+    items = [e.item for e in corpus[:3]]
+    first = run("math500", items, plan(QWEN))
+    calls = simulator.requests
+    again = run("math500", items, plan(QWEN))
+    assert simulator.requests == calls  # every call replayed
+    assert [(o.correct, o.n_turns) for o in again] == [(o.correct, o.n_turns) for o in first]
+    assert sum(o.cost_usd for o in again) == 0 < sum(o.cost_usd for o in first)
+    run("math500", items, plan(GEMINI))
+    assert simulator.requests > calls
+    # without sharing (live training, a miner's preview) every run calls the pool
+    alone = pool_runner(base_url, OFFICIAL)
+    before = simulator.requests
+    alone("math500", items, plan(QWEN))
+    assert simulator.requests > before

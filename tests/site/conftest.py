@@ -143,7 +143,9 @@ class Board:
             record.update(composite=composite, king_composite=king_composite,
                           delta=None if king is None else round(composite - king_composite, 4),
                           ci95=[0.004, 0.058] if king else None, benchmark_manifest="f" * 64,
-                          partition_commitment="c" * 64)
+                          partition_commitment="c" * 64,
+                          crown_test={"stage": 1, "difference": 0.031, "se": 0.0105, "z": 2.95,
+                                      "live_items": 20, "live_sessions": 120} if king else None)
         if outcome == "king":
             with_card = self.cards if card is None else card
             record.update(per_benchmark=breakdown(composite), live_cost_usd=0.42,
@@ -155,7 +157,9 @@ class Board:
                                "per_benchmark": record["per_benchmark"], "previous": king})
         if outcome == "lost":  # the disclosure rule keeps only these, rounded, as evaluate does
             record.update(ci95=[-0.06, 0.01], composite=round(composite, 2),
-                          delta=round(record["delta"], 2))
+                          delta=round(record["delta"], 2),
+                          crown_test={"stage": 1, "difference": -0.02, "se": 0.02, "z": -1.0,
+                                      "live_items": 20, "live_sessions": 120})
             record = {key: record[key] for key in PUBLIC_FIELDS[LOST]}
         name = f"{generation}.json"
         if outcome in UNSCORED:

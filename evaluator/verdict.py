@@ -1,0 +1,246 @@
+"""The match, once: from measured outcomes to a verdict, for evaluation, `score` and `fairness`.
+
+Two functions carry it. `measured` turns a head's graded items and live outcomes into the
+numbers every component is computed from, applying the failed-session rule once. `judge` is
+the verdict: each side's composite, the overfit gate, the crown's evidence rule and the
+outcome with its reason. It is pure, so the table in tests/test_verdict.py pins it, and the
+evaluator, a miner's preview and the fairness simulation all decide by this code.
+
+The evidence rule (SPEC §8, the Scoring and Fairness pages). The crown is decided on the
+difference of the two composites *without* the overfit factor (the gate's hard reject still
+stops a head; its penalty still shapes the published composite), with cached accuracy over
+every hidden cached item both heads answered, paired. Its standard error comes from the
+delta method on paired per-item differences, and z = difference / error is read in stages:
+after the first live stage a head is crowned when z > `crown_z_first`, loses when
+z ≤ `lose_z_first`, and otherwise plays the rest of the live split; after the last stage it is
+crowned when z > `crown_z_final`. A crown also needs the difference to reach `win_margin`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from evaluator.loop import FAILED, LiveOutcome
+from evaluator.records import KING, LOST, REJECTED
+from evaluator.rules import Competition
+from evaluator.scoring import (
+    TOLERANCE,
+    BenchmarkScore,
+    Measured,
+    accuracy,
+    composite,
+    judge_gap,
+    overfit_gap,
+    score_benchmark,
+)
+
+MORE = "more"  # not an outcome: the evidence is not yet decisive, play the next live stage
+Z_CAP = 99.0  # z is finite in every record: a difference with no spread reads as this
+OVERFIT_GATE = "gate 5 (overfit)"
+
+
+# ---------------------------------------------------------------- measured components
+
+
+def live_turns(outcome: LiveOutcome, rules: Competition) -> int:
+    """The turns a live question counts for: a failed session counts the whole budget, so a
+    failure never makes a head look efficient."""
+    return rules.max_turns if outcome.status == FAILED else outcome.n_turns
+
+
+def measured(eval_correct: Sequence[bool], audit_correct: Sequence[bool],
+             live: Sequence[LiveOutcome], rules: Competition, eval_best: Sequence[bool] = (),
+             audit_best: Sequence[bool] = ()) -> Measured:
+    """One head's numbers on one benchmark: its cached grades (and the best single model's on
+    the same items), and its live outcomes, each live question's grade and counted turns
+    (`live_turns`)."""
+    return Measured.of(eval_correct, audit_correct, [o.correct for o in live],
+                       [live_turns(o, rules) for o in live], eval_best, audit_best)
+
+
+def components(m: Measured, nov: float, rules: Competition) -> BenchmarkScore:
+    """Every published component of one benchmark from what was measured (SPEC §8). With no
+    audit items (a miner's preview) there is no overfit gap: the audit accuracy is the
+    cached one."""
+    avg_turns = float(m.live_turns.mean()) if m.live_turns.size else float(rules.max_turns)
+    cached = accuracy(m.eval_correct)
+    audit = accuracy(m.audit_correct) if m.audit_correct.size else cached
+    return score_benchmark(cached_acc=cached, audit_acc=audit, live_acc=accuracy(m.live_correct),
+                           avg_turns=avg_turns, nov=nov, rules=rules,
+                           gap=float(overfit_gap(m, rules)) if m.audit_correct.size else 0.0)
+
+
+# ---------------------------------------------------------------- the evidence
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The crown test after a stage: the difference it decides on, its standard error, z,
+    and the live questions per benchmark it has seen."""
+
+    stage: int
+    difference: float
+    se: float
+    z: float
+    live_items: int
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {"stage": self.stage, "difference": self.difference, "se": self.se, "z": self.z,
+                "live_items": self.live_items}
+
+
+def _benchmark_evidence(mine: Measured, theirs: Measured,
+                        rules: Competition) -> tuple[float, float]:
+    """(difference, its variance) of one benchmark's score without the overfit factor."""
+    cached = rules.weight_cached * (np.concatenate([mine.eval_correct, mine.audit_correct])
+                                    - np.concatenate([theirs.eval_correct, theirs.audit_correct]))
+    diff, var = float(cached.mean()), float(cached.var(ddof=1)) / cached.size
+    if mine.live_correct.size:
+        span = rules.max_turns - 1
+        parts, units = [], []
+        for m in (mine, theirs):
+            live, turns = m.live_correct, m.live_turns
+            spare = (rules.max_turns - turns.mean()) / span
+            value = (rules.weight_live + rules.weight_efficiency * spare) * live.mean()
+            # each item's first-order effect on value (the delta method)
+            influence = ((rules.weight_live + rules.weight_efficiency * spare)
+                         * (live - live.mean())
+                         - rules.weight_efficiency * live.mean() * (turns - turns.mean()) / span)
+            parts.append((value, influence))
+            units.append(rules.weight_live + rules.weight_efficiency * spare)
+        (mine_value, mine_infl), (their_value, their_infl) = parts
+        paired, n = mine_infl - their_infl, mine_infl.size
+        diff += mine_value - their_value
+        # plus one question won by each side: with few live questions on which the heads'
+        # grades differ, the spread they show alone understates the next draw's
+        unit = float(np.mean(units))
+        var += (float(np.sum(paired ** 2)) + 2 * unit ** 2) / (n * max(1, n - 1))
+    return diff, var
+
+
+def evidence(challenger: Mapping[str, Measured], king: Mapping[str, Measured],
+             rules: Competition, stage: int = 1) -> Evidence:
+    """The crown test's difference, standard error and z over the rules' benchmarks."""
+    diffs, variances = zip(*(_benchmark_evidence(challenger[b], king[b], rules)
+                             for b in rules.benchmarks), strict=True)
+    n = len(rules.benchmarks)
+    difference, se = float(sum(diffs) / n), math.sqrt(sum(variances)) / n
+    if se > 0:
+        z = max(-Z_CAP, min(Z_CAP, difference / se))
+    else:
+        z = Z_CAP if difference > TOLERANCE else -Z_CAP if difference < -TOLERANCE else 0.0
+    return Evidence(stage, difference, se, float(z),
+                    min(challenger[b].live_correct.size for b in rules.benchmarks))
+
+
+def evidence_outcome(ev: Evidence, rules: Competition) -> str:
+    """KING, LOST or MORE for the evidence after its stage."""
+    last = ev.stage >= len(rules.live_stages)
+    margin = ev.difference >= rules.win_margin - TOLERANCE
+    if margin and ev.z > (rules.crown_z_final if last else rules.crown_z_first):
+        return KING
+    if last or ev.z <= rules.lose_z_first:
+        return LOST
+    return MORE
+
+
+def published_crowns(test: Mapping[str, float], rules: Competition, slack: float = 0.0) -> bool:
+    """Whether a published crown test (`Evidence.to_dict`) crowns, giving it `slack` on each
+    figure (a loss is published rounded)."""
+    last = int(test["stage"]) >= len(rules.live_stages)
+    crown_z = rules.crown_z_final if last else rules.crown_z_first
+    return bool(test["difference"] + slack >= rules.win_margin - TOLERANCE
+                and test["z"] + slack > crown_z)
+
+
+# ---------------------------------------------------------------- the verdict
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one match decided: the outcome (KING, LOST, REJECTED, or MORE before the last
+    stage), its reason, each side's components and composite, the published difference of the
+    composites and the crown test's evidence (None without a king or when rejected)."""
+
+    outcome: str
+    reason: str
+    scores: dict[str, BenchmarkScore]
+    composite: float
+    king_scores: dict[str, BenchmarkScore] | None = None
+    king_composite: float | None = None
+    evidence: Evidence | None = None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.king_composite is None else self.composite - self.king_composite
+
+    @property
+    def ci95(self) -> tuple[float, float] | None:
+        """The normal 95% interval of the crown test's difference."""
+        if self.evidence is None:
+            return None
+        half = 1.959964 * self.evidence.se
+        return self.evidence.difference - half, self.evidence.difference + half
+
+
+def overfit_reason(challenger: Mapping[str, Measured], rules: Competition) -> str | None:
+    """The reason a miner reads when the eval/audit gap on some benchmark is too wide.
+
+    It names the benchmark and the limit, never the gap: its digits would give away how the
+    head does on the hidden audit half.
+    """
+    for bench in rules.benchmarks:
+        m = challenger[bench]
+        if m.audit_correct.size and judge_gap(overfit_gap(m, rules), rules).rejected:
+            return (f"{OVERFIT_GATE}: on {bench} the head leads the best single model on this "
+                    f"evaluation's eval items (drawn from the public dataset) by more than on "
+                    f"the audit items (never published), beyond the limit of "
+                    f"{rules.overfit_reject_gap}; it fits known questions, not the task")
+    return None
+
+
+def _composite(side: Mapping[str, Measured], novelties: Mapping[str, float],
+               rules: Competition) -> tuple[dict[str, BenchmarkScore], float]:
+    scores = {b: components(side[b], novelties[b], rules) for b in rules.benchmarks}
+    return scores, composite({b: s.score for b, s in scores.items()}, rules)
+
+
+def _reason(outcome: str, ev: Evidence, rules: Competition) -> str:
+    last = ev.stage >= len(rules.live_stages)
+    crown_z = rules.crown_z_final if last else rules.crown_z_first
+    where = f"after live stage {ev.stage} of {len(rules.live_stages)}"
+    if outcome == KING:
+        return (f"crowned {where}: the difference {ev.difference:+.4f} reaches the margin of "
+                f"{rules.win_margin} and its z of {ev.z:.2f} exceeds {crown_z}")
+    if outcome == MORE:
+        return (f"undecided {where}: z of {ev.z:.2f} is above {rules.lose_z_first} but not "
+                f"above {crown_z}; the rest of the live split is played")
+    if ev.difference < rules.win_margin - TOLERANCE:
+        short = f"the difference {ev.difference:+.4f} is short of the margin of {rules.win_margin}"
+    else:
+        short = f"z of {ev.z:.2f} does not exceed {crown_z}"
+    return f"lost {where}: {short}"
+
+
+def judge(challenger: Mapping[str, Measured], king: Mapping[str, Measured] | None,
+          novelties: Mapping[str, float], rules: Competition, stage: int = 1) -> Verdict:
+    """The verdict on a challenger, measured on the same items as the king (None: no king).
+
+    `stage` is the live stage the measurements end with (1 until the rest of the live split
+    is played); before the last stage the outcome may be MORE. Novelty is the same number for
+    both heads and cancels.
+    """
+    scores, mine = _composite(challenger, novelties, rules)
+    reason = overfit_reason(challenger, rules)
+    if reason is not None:
+        return Verdict(REJECTED, reason, scores, mine)
+    if king is None:
+        return Verdict(KING, "crowned: the first head that passes the gates", scores, mine)
+    king_scores, theirs = _composite(king, novelties, rules)
+    ev = evidence(challenger, king, rules, stage)
+    outcome = evidence_outcome(ev, rules)
+    return Verdict(outcome, _reason(outcome, ev, rules), scores, mine, king_scores, theirs, ev)

@@ -1,0 +1,167 @@
+"""The verdict function, the one match evaluation, `score` and `fairness` all decide by."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from evaluator import fairness
+from evaluator.evaluate import HeadRun
+from evaluator.loop import ANSWERED, FAILED, LiveOutcome
+from evaluator.records import KING, LOST, REJECTED
+from evaluator.rules import OFFICIAL
+from evaluator.score import Played, benchmark_report
+from evaluator.scoring import Measured
+from evaluator.types import Decision
+from evaluator.verdict import (
+    MORE,
+    Z_CAP,
+    components,
+    evidence,
+    judge,
+    measured,
+    published_crowns,
+)
+
+NOVELTY = dict.fromkeys(OFFICIAL.benchmarks, 0.5)
+
+
+def side(right: int, won: int, lost: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(challenger, king) grades on n items: the king right on the first `right`; the
+    challenger loses the first `lost` of them and wins the `won` after them."""
+    king = np.zeros(n)
+    king[:right] = 1
+    mine = king.copy()
+    mine[:lost] = 0
+    mine[right:right + won] = 1
+    return mine, king
+
+
+def match(cached, first, rest=(0, 0), turns=2.0):
+    """Both heads on every benchmark: `cached` (won, lost) items in each half of the pool,
+    `first` (won, lost) of the first live stage's 20 questions, `rest` of the next 40."""
+    (c_eval, k_eval), (c_audit, k_audit) = side(90, *cached, 150), side(90, *cached, 150)
+    (c1, k1), (c2, k2) = side(10, *first, 20), side(20, *rest, 40)
+    live_turns = np.full(60, turns)
+    mine = Measured(c_eval, c_audit, np.concatenate([c1, c2]), live_turns)
+    king = Measured(k_eval, k_audit, np.concatenate([k1, k2]), live_turns)
+    return dict.fromkeys(OFFICIAL.benchmarks, mine), dict.fromkeys(OFFICIAL.benchmarks, king)
+
+
+def first_stage(heads):
+    n = OFFICIAL.live_stages[0]
+    return {b: dataclasses.replace(m, live_correct=m.live_correct[:n], live_turns=m.live_turns[:n])
+            for b, m in heads.items()}
+
+
+@pytest.mark.parametrize(("cached", "first", "rest", "after_first", "after_last", "reason"), [
+    # clearly better: crowned on the first stage's evidence
+    ((3, 1), (3, 0), (0, 0), KING, KING, "crowned after live stage 1 of 2"),
+    # clearly not better: lost at stage 1, the rest of the live split is never played
+    ((2, 3), (0, 1), (0, 0), LOST, LOST, "lost after live stage 1 of 2"),
+    # undecided at stage 1; the next 40 questions show it better: crowned at stage 2
+    ((4, 3), (1, 0), (6, 0), MORE, KING, "crowned after live stage 2 of 2"),
+    # undecided at stage 1; the next 40 do not: lost at stage 2, short of the margin
+    ((4, 3), (1, 0), (0, 0), MORE, LOST, "lost after live stage 2 of 2: the difference"),
+    # at stage 2 z clears its bar but the difference is short of the margin: lost
+    ((4, 3), (1, 0), (4, 1), MORE, LOST, "short of the margin of 0.02"),
+])
+def test_the_crown_test_stage_by_stage(cached, first, rest, after_first, after_last, reason):
+    mine, king = match(cached, first, rest)
+    early = judge(first_stage(mine), first_stage(king), NOVELTY, OFFICIAL, stage=1)
+    assert early.outcome == after_first
+    final = early if after_first != MORE else judge(mine, king, NOVELTY, OFFICIAL, stage=2)
+    assert final.outcome == after_last
+    assert reason in final.reason
+    # what is published says the same (a loss is rounded)
+    test = final.evidence.to_dict()
+    assert published_crowns(test, OFFICIAL) is (after_last == KING)
+    # the published delta is the composites' difference, penalty included
+    assert final.delta == pytest.approx(final.composite - final.king_composite)
+
+
+def test_rejected_and_kingless_verdicts():
+    mine, king = match((3, 1), (3, 0))
+    overfit = {b: dataclasses.replace(m, audit_correct=np.zeros(150)) for b, m in mine.items()}
+    rejected = judge(overfit, king, NOVELTY, OFFICIAL)
+    assert rejected.outcome == REJECTED and "gate 5 (overfit)" in rejected.reason
+    assert rejected.evidence is None and rejected.delta is None
+    first = judge(first_stage(mine), None, NOVELTY, OFFICIAL)
+    assert first.outcome == KING and first.evidence is None and first.ci95 is None
+
+
+def test_the_evidence_by_hand():
+    rules = dataclasses.replace(OFFICIAL, benchmarks=("a",), overfit_reject_gap=1.0)
+    mine = Measured.of([1, 1], [0, 0], [1, 1], [1, 3])
+    king = Measured.of([1, 0], [0, 0], [1, 0], [1, 1])
+    ev = evidence({"a": mine}, {"a": king}, rules)
+    # cached: 0.7 × (1/4 won); live: (0.15 + 0.1 × 3/4) × 1 − (0.15 + 0.1 × 1) × 0.5
+    assert ev.difference == pytest.approx(0.175 + 0.225 - 0.125)
+    # cached variance 0.1225 / 4; live, the paired first-order effects ±0.1 and one question
+    # won by each side at the mean worth of a live question, (0.225 + 0.25) / 2
+    live = (0.1 ** 2 * 2 + 2 * 0.2375 ** 2) / (2 * 1)
+    assert ev.se == pytest.approx((0.030625 + live) ** 0.5)
+    assert ev.z == pytest.approx(ev.difference / ev.se)
+    same = evidence({"a": king}, {"a": king}, rules)
+    assert (same.difference, same.z) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize(("mine", "king", "difference", "z"), [
+    # identical heads: no difference, no spread, z of 0
+    ([1, 0, 1], [1, 0, 1], 0.0, 0.0),
+    # the challenger right wherever the king is wrong: 0.7 of cached accuracy, no spread
+    ([1, 1, 1], [0, 0, 0], 0.7, Z_CAP),
+    ([0, 0], [1, 1], -0.7, -Z_CAP),
+])
+def test_the_evidence_of_degenerate_heads(mine, king, difference, z):
+    rules = dataclasses.replace(OFFICIAL, benchmarks=("a", "b"))
+    ev = evidence({b: Measured.of(mine, mine, [], []) for b in rules.benchmarks},
+                  {b: Measured.of(king, king, [], []) for b in rules.benchmarks}, rules)
+    assert (ev.difference, ev.z) == pytest.approx((difference, z))
+
+
+def test_the_overfit_penalty_shapes_the_composite_but_does_not_decide_the_crown():
+    """Right on the same number of pool questions; which of them fell in the eval half gives
+    the king a gap over the penalty line, by chance."""
+    rules = dataclasses.replace(OFFICIAL, benchmarks=("a", "b"))
+    fair = {b: Measured.of([1] * 30 + [0] * 10, [1] * 30 + [0] * 10, [1, 0], [2, 2])
+            for b in rules.benchmarks}
+    lucky = {b: Measured.of([1] * 35 + [0] * 5, [1] * 25 + [0] * 15, [1, 0], [2, 2])
+             for b in rules.benchmarks}
+    decided = judge(fair, lucky, dict.fromkeys(rules.benchmarks, 0.5), rules, stage=2)
+    assert decided.king_scores["a"].overfit_penalty == rules.overfit_penalty_factor
+    assert decided.delta > rules.win_margin  # the published composites differ by the penalty
+    assert decided.outcome == LOST and decided.evidence.difference == pytest.approx(0.0)
+
+
+def test_a_failed_session_gives_the_same_components_everywhere():
+    """Evaluation, `tinyrouter score` and the fairness simulation count a failed live
+    session the same way: graded wrong, and the whole turn budget."""
+    rules = OFFICIAL
+    outcomes = [LiveOutcome("q1", True, 2, 0.01, status=ANSWERED),
+                LiveOutcome("q2", False, 1, 0.0, status=FAILED)]
+    correct = [True, False, True, True]
+    run = HeadRun(correct={"math500": {"eval": correct, "audit": correct}},
+                  live={"math500": outcomes})
+    evaluated = components(run.measured("math500", rules), 0.5, rules)
+    assert (evaluated.live_acc, evaluated.avg_turns) == (0.5, 3.5)
+    assert evaluated.efficiency == pytest.approx(0.1875)
+
+    played = Played([Decision("m", "Worker")] * 4, np.array(correct, dtype=float), live=outcomes)
+    scored = benchmark_report(played, None, rules)
+    assert scored["live"]["avg_turns"] == evaluated.avg_turns
+    assert scored["live"]["efficiency"] == evaluated.efficiency
+    assert scored["score"] == pytest.approx(evaluated.score)
+
+    m = measured(correct, correct, outcomes, rules)
+    bench = dataclasses.replace(rules, benchmarks=("math500",), eval_size=4, audit_size=4,
+                                live_size=2)
+    hidden = fairness.Hidden(p_pool={}, p_live={},
+                             pool={"math500": np.array([[c] for c in correct * 2], dtype=float)},
+                             live={"math500": m.live_correct[:, None]})
+    head = fairness.Head(pool={"math500": np.zeros(8, dtype=int)},
+                         live={"math500": np.zeros(2, dtype=int)},
+                         turns={"math500": m.live_turns})
+    halves = {"math500": (np.arange(4), np.arange(4, 8))}
+    simulated = fairness.score(hidden, head, halves, {"math500": 0.5}, bench)
+    assert simulated.composite == pytest.approx(evaluated.score)
