@@ -113,11 +113,11 @@ def _tested_sentence(outcome: str, delta: float | None, test: dict[str, Any], pl
     if outcome == KING:
         over = ("" if delta is None
                 else f"{_signed(delta, places)} over the king re-scored on the same items; ")
-        return (f"Crowned {where}: {over}the crown test's difference without the overfit "
-                f"factor, {difference}, reaches the margin of {rules.win_margin:+g} and its z of "
-                f"{z} clears {bar}.")
+        return (f"Crowned {where}: {over}the difference without the overfit factor, "
+                f"{difference}, reaches the margin of {rules.win_margin:+g} and its z of {z} "
+                f"clears {bar}.")
     if test["difference"] < rules.win_margin - 1e-9:
-        return (f"Not crowned {where}: the crown test's difference without the overfit factor, "
+        return (f"Not crowned {where}: the difference without the overfit factor, "
                 f"{difference}, is short of the margin of {rules.win_margin:+g}.")
     return (f"Not crowned {where}: the difference {difference} reaches the margin, but its z "
             f"of {z} does not clear {bar}: the lead could be chance.")

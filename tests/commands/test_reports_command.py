@@ -41,7 +41,7 @@ REJECTED = {**IDENTITY, "outcome": "rejected", "composite": None, "delta": None,
                        "tells it from chance"]),
     ("summary", {**LOST, "crown_test": {"stage": 2, "difference": 0.01, "se": 0.01, "z": 1.0,
                                         "live_items": 60, "live_sessions": 360}},
-     ["decided after live stage 2", "z 1.00"]),
+     ["Not crowned after live stage 2 of 2", "is short of the margin"]),
     ("comment", LOST, ["did not take the crown", "+0.01", "-0.02 to +0.04"]),
     # a rejection: the gate and its reason
     ("summary", REJECTED, ["Rejected", "gate 4 \\(receipt\\)"]),

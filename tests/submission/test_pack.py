@@ -234,7 +234,7 @@ def test_readme_reads_well_as_text_with_a_score_without_a_king(run, repo):
     assert "Cached part of the composite 0.4000; live accuracy and efficiency not measured.\n" \
         in readme
     king = {"head": "the king (bob-2 generation 3)", "delta": 0.01, "ci95": [-0.02, 0.04],
-            "clears_margin_share": 0.4}
+            "z": 0.5}
     (run / "score.json").write_text(json.dumps(score | {"king": king}))
     readme = (pack(run, "alice", repo, OFFICIAL) / "README.md").read_text()
     assert "measured.\n\nAgainst the king (bob-2 generation 3) on the same rows" in readme
