@@ -135,7 +135,8 @@ def test_the_margin_decides(sets, router, pool, margin, outcome):
 
 def test_exactly_the_margin_crowns(sets, router, pool):
     first = run(contender(SMART), contender(ALWAYS_0, miner="bob"), sets, router, pool)
-    rules = dataclasses.replace(RULES, win_margin=round(first.delta, 12))
+    # the margin applies to the crown test's difference (no overfit factor, every item)
+    rules = dataclasses.replace(RULES, win_margin=round(first.crown_test["difference"], 12))
     assert run(contender(SMART), contender(ALWAYS_0, miner="bob"), sets, router, pool,
                rules).outcome == "king"
 
