@@ -149,8 +149,10 @@ def test_against_the_king_the_crown_rule_is_applied_to_the_paired_rows(world, ca
     rules = world["rules"]
     assert king["king_bias"] == pytest.approx(max(0, (1 - rules.train_holdout)
                                                   * rules.weight_cached * gap))
-    assert king["would_crown_unbiased"] == crowns(king["delta"] + king["king_bias"], 0.0,
-                                                  low + king["king_bias"], rules)
+    shifted = king["delta"] + king["king_bias"]
+    assert king["would_crown_unbiased"] == (shifted >= rules.win_margin
+                                            and king["z"] * shifted / king["delta"]
+                                            > rules.crown_z_final)
     assert "leans toward the king by about" in out
 
 
