@@ -149,14 +149,15 @@ def history_figure(kings: Sequence[Crowning], benchmarks: Sequence[str],
     if not reign:
         return None
     first, last = reign[0][0], reign[-1][0]
-    end = max(last, until or last, first + MIN_SPAN)
+    end = max(last, until or last)  # where the lines stop
+    axis_end = max(end, first + MIN_SPAN)
     with matplotlib.rc_context(frame.style()):
         height = 6.2 if frame is WIDE else 5.6
         fig = Figure(figsize=(frame.width, height), layout="constrained")
         top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
         _composite_panel(top, reign, end, frame)
         _benchmark_panel(bottom, reign, end, benchmarks)
-        _date_axis(bottom, first, end, frame)
+        _date_axis(bottom, first, axis_end, frame)
         if until is not None and until >= last:
             for ax in (top, bottom):
                 ax.axvline(until, color="#999999", linestyle=":", linewidth=1)
