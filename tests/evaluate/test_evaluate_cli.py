@@ -55,7 +55,7 @@ def world(repo, tmp_path, make_submission, monkeypatch):
     competition.write_text(json.dumps(SMALL))
     monkeypatch.setenv("BENCHMARK_PASSWORD", PASSWORD)
     monkeypatch.setattr("evaluator.coordinator.router.load_router", lambda *a: LinearRouter())
-    monkeypatch.setattr("evaluator.pool.runner.pool_runner", lambda *a: FakePool())
+    monkeypatch.setattr("evaluator.pool.runner.pool_runner", lambda *a, **kw: FakePool())
     return {"repo": repo, "sealed": sealed, "competition": competition, "tmp": tmp_path}
 
 
@@ -420,7 +420,7 @@ def test_isolation_lost_during_live_play_voids_the_evaluation(world, monkeypatch
     def lost(*args):
         raise IsolationError("runner isolation not in force: cannot create the run's cgroup")
 
-    monkeypatch.setattr("evaluator.pool.runner.pool_runner", lambda *a: lost)
+    monkeypatch.setattr("evaluator.pool.runner.pool_runner", lambda *a, **kw: lost)
     _, public, _ = evaluate(world, "alice", 1)
     assert public["outcome"] == "void"
     assert public["reason"].startswith("void: runner isolation not in force")
