@@ -62,12 +62,14 @@ def test_excluded_items_are_in_no_split():
     drawn = draw_splits(items(30), SEED, SMALL, exclude={"q0", "q1"})
     everywhere = [i for s in SPLITS for i in ids(drawn.hidden[s])] + drawn.train_ids
     assert "q0" not in everywhere and "q1" not in everywhere
-    assert len(everywhere) == len(set(everywhere)) == 17 + 6  # 17 hidden, half of the 11 left
+    # a pool of twice the eval items and the live split hidden, half of what is left for training
+    hidden = 2 * SMALL.eval_size + SMALL.live_size
+    assert len(everywhere) == len(set(everywhere)) == hidden + (28 - hidden) // 2
 
 
 @pytest.mark.parametrize("rows, message", [
     # fewer usable items than the hidden splits need
-    (items(16), "need 17"),
+    (items(16), "need 23"),
     # duplicate ids would let one question sit in two splits
     (items(20) + items(1), "duplicate item ids"),
     # one draw per benchmark
