@@ -190,7 +190,7 @@ def test_baselines_from_a_sealed_benchmark(tmp_path, monkeypatch, capsys):
     seal_split(sealed_path(sealed, "math500", "live"), [rows[6].item.to_dict()],
                "math500", "live", "pw", KdfParams(log2_n=10, r=1))
     rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps({"eval_size": 4, "audit_size": 2, "live_size": 1}))
+    rules.write_text(json.dumps({"eval_size": 3, "audit_size": 2, "live_size": 1}))  # a pool of 6
     monkeypatch.setenv("BENCHMARK_PASSWORD", "pw")
     base = ["--competition", str(rules), "baseline"]
     source = ["--sealed", str(tmp_path / "sealed"), "--benchmarks", "math500"]

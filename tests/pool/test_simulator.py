@@ -393,6 +393,8 @@ def test_the_bundled_corpus_and_personas_are_the_default(monkeypatch, corpus):
     for module in (command, simulator):
         monkeypatch.setattr(module, "load_corpus", lambda rules, benchmarks=None: corpus[:3])
         monkeypatch.setattr(module, "load_personas", lambda rules: PERSONAS)
+    monkeypatch.setattr(simulator, "load_audit_corpus", lambda rules: corpus[3:5])
     assert load_inputs(None, None, OFFICIAL) == (corpus[:3], PERSONAS)
     sim = bundled_simulator(OFFICIAL, seed=4)
-    assert sim.entries == corpus[:3] and sim.seed == 4
+    # the demo's simulator also answers the private audit items, for their cached answers
+    assert sim.entries == corpus[:5] and sim.seed == 4
