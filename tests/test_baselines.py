@@ -189,6 +189,9 @@ def test_baselines_from_a_sealed_benchmark(tmp_path, monkeypatch, capsys):
                "math500", "pool", "pw", KdfParams(log2_n=10, r=1))
     seal_split(sealed_path(sealed, "math500", "live"), [rows[6].item.to_dict()],
                "math500", "live", "pw", KdfParams(log2_n=10, r=1))
+    audit = [answered(7 + i, f).to_dict() for i, f in enumerate([(1, 0, 0), (0, 1, 1)])]
+    seal_split(sealed_path(sealed, "math500", "audit"), audit, "math500", "audit", "pw",
+               KdfParams(log2_n=10, r=1))
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps({"eval_size": 3, "audit_size": 2, "live_size": 1}))  # a pool of 6
     monkeypatch.setenv("BENCHMARK_PASSWORD", "pw")
