@@ -102,13 +102,13 @@ def utc_now() -> datetime:
 # ---------------------------------------------------------------- untrusted JSON
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+    raise ValueError(f"{name}, which is not valid JSON")
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise ValueError(f"{text} is out of range for a JSON number")
+        raise ValueError(f"{text}, which is out of range for a number")
     return value
 
 
@@ -130,22 +130,15 @@ def loads_strict(raw: bytes | str, what: str) -> Any:
             raise ValueError(f"{what} repeats the key(s) {', '.join(map(repr, dupes))}")
         return dict(pairs)
 
-    def no_constant(name: str) -> Any:
-        raise ValueError(f"{what} contains {name}, which is not valid JSON")
-
-    def finite_float(text: str) -> float:
-        value = float(text)
-        if not math.isfinite(value):
-            raise ValueError(f"{what} contains {text}, which is out of range for a number")
-        return value
-
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        return json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constant,
-                          parse_float=finite_float)
+        return json.loads(text, object_pairs_hook=no_duplicates, parse_constant=_no_constant,
+                          parse_float=_finite_float)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{what} is not UTF-8 text") from exc
     except json.JSONDecodeError as exc:
         raise ValueError(f"{what} is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
     except RecursionError as exc:
         raise ValueError(f"{what} is nested too deeply") from exc
+    except ValueError as exc:  # a number no arithmetic can use
+        raise ValueError(f"{what} contains {exc}") from exc
