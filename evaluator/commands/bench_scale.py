@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluator.commands.bench_startup import fixture_repo, fixture_submission
+from evaluator.commands.bench_startup import fixture_repo, fixture_submission, timed
 from evaluator.commands.output import write_json_out
-from evaluator.errors import TinyRouterError, UsageError
+from evaluator.errors import UsageError
 from evaluator.files import dumps, format_time
 from evaluator.records import KING, LOST, Attempt, Crowning, King, Result
 from evaluator.rules import Competition
@@ -179,16 +178,6 @@ def duplicate_agreement(heads: int, rules: Competition) -> dict:
             if abs(full - rules.duplicate_cosine) <= 0.01:
                 shift = max(shift, abs(after - full))
     return {"copies": total, "same_decision": agree, "largest_shift_near_the_line": shift}
-
-
-def timed(name: str, argv: list[str]) -> float:
-    started = time.perf_counter()
-    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:  # the time of a command that failed measures nothing
-        raise TinyRouterError(f"{name} exited {done.returncode}: "
-                              f"{done.stderr.decode(errors='replace').strip()[-300:]}")
-    return seconds
 
 
 def _sizes(text: str) -> list[int]:
