@@ -55,7 +55,7 @@ from evaluator.scoring import (
     score_benchmark,
 )
 from evaluator.types import Decision
-from evaluator.verdict import MORE, judge
+from evaluator.verdict import MORE, evidence, evidence_outcome, judge
 
 FORMAT = 1
 REFERENCE_ACCURACY = 0.6
@@ -373,10 +373,14 @@ def memorisation_rates(matrix: Matrix, rules: Competition, trials: int,
     public item (the memoriser: on the eval items, which it could collect, a model whose cached
     answer was right where one was; on the never-published audit items, the router's choice).
     Per head: how often the gate penalises or rejects it on any benchmark, and its mean lead
-    over the best single model on the eval and on the audit items."""
+    over the best single model on the eval and on the audit items; for the memoriser also how
+    often the crown test (cached accuracy only, after the last stage) would crown it over the
+    router as king, a head exactly as good on everything it could not collect."""
     rows: dict[str, list[tuple[bool, bool, float, float]]] = {"router": [], "memoriser": []}
+    crowned: list[bool] = []
     for _ in range(trials):
         found: dict[str, list[tuple[bool, bool, float, float]]] = {"router": [], "memoriser": []}
+        sides: dict[str, dict[str, Measured]] = {"router": {}, "memoriser": {}}
         for bench in rules.benchmarks:
             p, learnt = matrix.p[bench], matrix.learnable(bench)
             need = rules.eval_size + rules.audit_size
@@ -390,19 +394,24 @@ def memorisation_rates(matrix: Matrix, rules: Competition, trials: int,
                 mine = right[np.arange(need), choice].astype(float)
                 m = Measured(mine[:rules.eval_size], mine[rules.eval_size:], np.zeros(0),
                              np.zeros(0), best[:rules.eval_size], best[rules.eval_size:])
+                sides[name][bench] = m
                 verdict = judge_gap(float(overfit_gap(m, rules)), rules)
                 found[name].append((verdict.penalty < 1.0, verdict.rejected,
                                     float((m.eval_correct - m.eval_best).mean()),
                                     float((m.audit_correct - m.audit_best).mean())))
+        ev = evidence(sides["memoriser"], sides["router"], rules, stage=len(rules.live_stages))
+        crowned.append(not any(f[1] for f in found["memoriser"])
+                       and evidence_outcome(ev, rules) == KING)
         for name, per_bench in found.items():
             rows[name].append((any(f[0] for f in per_bench), any(f[1] for f in per_bench),
                                float(np.mean([f[2] for f in per_bench])),
                                float(np.mean([f[3] for f in per_bench]))))
-    return {"audit_size": rules.audit_size,
-            **{name: {"penalty": _rate([r[0] for r in got]), "reject": _rate([r[1] for r in got]),
-                      "eval_lead": float(np.mean([r[2] for r in got])),
-                      "audit_lead": float(np.mean([r[3] for r in got]))}
-               for name, got in rows.items()}}
+    rates = {name: {"penalty": _rate([r[0] for r in got]), "reject": _rate([r[1] for r in got]),
+                    "eval_lead": float(np.mean([r[2] for r in got])),
+                    "audit_lead": float(np.mean([r[3] for r in got]))}
+             for name, got in rows.items()}
+    rates["memoriser"]["crowned"] = _rate(crowned)
+    return {"audit_size": rules.audit_size, **rates}
 
 
 def crown_rate(matrix: Matrix, rules: Competition, trials: int, rng: np.random.Generator,

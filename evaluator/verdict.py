@@ -26,7 +26,7 @@ import numpy as np
 
 from evaluator.loop import FAILED, LiveOutcome
 from evaluator.records import KING, LOST, REJECTED
-from evaluator.rules import Competition
+from evaluator.rules import PARTITION, Competition
 from evaluator.scoring import (
     TOLERANCE,
     BenchmarkScore,
@@ -80,25 +80,51 @@ def components(m: Measured, nov: float, rules: Competition) -> BenchmarkScore:
 @dataclass(frozen=True)
 class Evidence:
     """The crown test after a stage: the difference it decides on, its standard error, z,
-    and the live questions per benchmark it has seen."""
+    and the live questions per benchmark it has seen. `audit_limited`: the benchmarks where the
+    challenger's lead on the eval items counted only as far as the audit confirmed it (said in
+    the reason, not a published figure)."""
 
     stage: int
     difference: float
     se: float
     z: float
     live_items: int
+    audit_limited: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, float | int]:
         return {"stage": self.stage, "difference": self.difference, "se": self.se, "z": self.z,
                 "live_items": self.live_items}
 
 
+def _mean_and_variance(values: np.ndarray) -> tuple[float, float]:
+    return float(values.mean()), float(values.var(ddof=1)) / values.size if values.size > 1 else 0.0
+
+
+def _cached_evidence(mine: Measured, theirs: Measured,
+                     rules: Competition) -> tuple[float, float, bool]:
+    """(difference, its variance, whether the audit limited it) of the cached accuracy, paired
+    over the eval and audit items.
+
+    The eval items come from the public dataset, so a challenger may have collected their
+    answers; the audit items were never published. A challenger's lead on the eval items counts
+    only as far as the audit confirms it: when its paired difference on the eval items exceeds
+    that on the audit, the audit alone decides (and its wider spread with it). A memorised lead
+    gains nothing in the crown test, and an honest head, whose two differences agree up to
+    noise, keeps the power of every item.
+    """
+    on = {part: rules.weight_cached * (getattr(mine, f"{part}_correct")
+                                       - getattr(theirs, f"{part}_correct"))
+          for part in PARTITION}
+    if on["audit"].size and on["eval"].size and on["eval"].mean() > on["audit"].mean():
+        return (*_mean_and_variance(on["audit"]), True)
+    return (*_mean_and_variance(np.concatenate([on["eval"], on["audit"]])), False)
+
+
 def _benchmark_evidence(mine: Measured, theirs: Measured,
-                        rules: Competition) -> tuple[float, float]:
-    """(difference, its variance) of one benchmark's score without the overfit factor."""
-    cached = rules.weight_cached * (np.concatenate([mine.eval_correct, mine.audit_correct])
-                                    - np.concatenate([theirs.eval_correct, theirs.audit_correct]))
-    diff, var = float(cached.mean()), float(cached.var(ddof=1)) / cached.size
+                        rules: Competition) -> tuple[float, float, bool]:
+    """(difference, its variance, whether the audit limited the cached part) of one benchmark's
+    score without the overfit factor."""
+    diff, var, limited = _cached_evidence(mine, theirs, rules)
     if mine.live_correct.size:
         span = rules.max_turns - 1
         parts, units = [], []
@@ -119,14 +145,14 @@ def _benchmark_evidence(mine: Measured, theirs: Measured,
         # grades differ, the spread they show alone understates the next draw's
         unit = float(np.mean(units))
         var += (float(np.sum(paired ** 2)) + 2 * unit ** 2) / (n * max(1, n - 1))
-    return diff, var
+    return diff, var, limited
 
 
 def evidence(challenger: Mapping[str, Measured], king: Mapping[str, Measured],
              rules: Competition, stage: int = 1) -> Evidence:
     """The crown test's difference, standard error and z over the rules' benchmarks."""
-    diffs, variances = zip(*(_benchmark_evidence(challenger[b], king[b], rules)
-                             for b in rules.benchmarks), strict=True)
+    diffs, variances, limited = zip(*(_benchmark_evidence(challenger[b], king[b], rules)
+                                      for b in rules.benchmarks), strict=True)
     n = len(rules.benchmarks)
     difference, se = float(sum(diffs) / n), math.sqrt(sum(variances)) / n
     if se > 0:
@@ -134,7 +160,8 @@ def evidence(challenger: Mapping[str, Measured], king: Mapping[str, Measured],
     else:
         z = Z_CAP if difference > TOLERANCE else -Z_CAP if difference < -TOLERANCE else 0.0
     return Evidence(stage, difference, se, float(z),
-                    min(challenger[b].live_correct.size for b in rules.benchmarks))
+                    min(challenger[b].live_correct.size for b in rules.benchmarks),
+                    tuple(b for b, cut in zip(rules.benchmarks, limited, strict=True) if cut))
 
 
 def evidence_outcome(ev: Evidence, rules: Competition) -> str:
@@ -223,6 +250,10 @@ def _reason(outcome: str, ev: Evidence, rules: Competition) -> str:
         short = f"the difference {ev.difference:+.4f} is short of the margin of {rules.win_margin}"
     else:
         short = f"z of {ev.z:.2f} does not exceed {crown_z}"
+    if ev.audit_limited:
+        short += (f"; on {', '.join(ev.audit_limited)} its lead on the eval items (drawn from "
+                  f"the public dataset) counted only as far as the audit items (never "
+                  f"published) confirmed it")
     return f"lost {where}: {short}"
 
 

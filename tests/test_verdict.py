@@ -92,10 +92,11 @@ def test_rejected_and_kingless_verdicts():
 
 def test_the_evidence_by_hand():
     rules = dataclasses.replace(OFFICIAL, benchmarks=("a",), overfit_reject_gap=1.0)
-    mine = Measured.of([1, 1], [0, 0], [1, 1], [1, 3])
-    king = Measured.of([1, 0], [0, 0], [1, 0], [1, 1])
+    mine = Measured.of([1, 0], [1, 1], [1, 1], [1, 3])
+    king = Measured.of([1, 0], [1, 0], [1, 0], [1, 1])
     ev = evidence({"a": mine}, {"a": king}, rules)
-    # cached: 0.7 × (1/4 won); live: (0.15 + 0.1 × 3/4) × 1 − (0.15 + 0.1 × 1) × 0.5
+    # cached: 0.7 × (1/4 won, on the audit: no eval lead the audit leaves unconfirmed);
+    # live: (0.15 + 0.1 × 3/4) × 1 − (0.15 + 0.1 × 1) × 0.5
     assert ev.difference == pytest.approx(0.175 + 0.225 - 0.125)
     # cached variance 0.1225 / 4; live, the paired first-order effects ±0.1 and one question
     # won by each side at the mean worth of a live question, (0.225 + 0.25) / 2
@@ -104,6 +105,30 @@ def test_the_evidence_by_hand():
     assert ev.z == pytest.approx(ev.difference / ev.se)
     same = evidence({"a": king}, {"a": king}, rules)
     assert (same.difference, same.z) == (0.0, 0.0)
+
+
+def test_a_lead_on_the_public_items_counts_only_as_far_as_the_audit_confirms_it():
+    """A memoriser routes the public-dataset eval items it collected better than the king, and
+    the never-published audit items no better: the crown test sees no lead. An honest head
+    leading on both keeps the evidence of every item; so does one whose audit lead is larger."""
+    rules = dataclasses.replace(OFFICIAL, benchmarks=("a",))
+    king = {"a": Measured.of([1] * 90 + [0] * 60, [1] * 90 + [0] * 60, [], [])}
+
+    def head(eval_won, audit_won):
+        return {"a": Measured.of([1] * (90 + eval_won) + [0] * (60 - eval_won),
+                                 [1] * (90 + audit_won) + [0] * (60 - audit_won), [], [])}
+
+    memoriser = evidence(head(30, 0), king, rules)
+    assert memoriser.difference == 0.0 and memoriser.z == 0.0
+    # the audit's lead alone decides, with the audit's spread: 10 items won in 150
+    partly = evidence(head(30, 10), king, rules)
+    assert partly.difference == pytest.approx(0.7 * 10 / 150)
+    assert partly.se == pytest.approx(0.7 * np.std([1] * 10 + [0] * 140, ddof=1) / 150 ** 0.5)
+    honest = evidence(head(10, 10), king, rules)
+    assert honest.difference == pytest.approx(0.7 * 20 / 300)
+    assert honest.se < partly.se
+    modest = evidence(head(5, 10), king, rules)
+    assert modest.difference == pytest.approx(0.7 * 15 / 300)
 
 
 @pytest.mark.parametrize(("mine", "king", "difference", "z"), [

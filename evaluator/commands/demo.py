@@ -59,6 +59,10 @@ GENERATIONS, FAST_GENERATIONS = 15, 5
 # trains a head as good on held-out rows in 60% of the time (a miner keeps the default)
 POPSIZE = 16
 AUDIT_SIZE = 60  # the demo's private audit per benchmark: every item of evaluator/data/corpus/audit
+# the demo's eval half per benchmark and share of the rest published as train ids: its corpus
+# holds 390 to 420 public items a benchmark; a pool of twice EVAL_SIZE and the live split leave
+# 150 to 180, of which the honest miners train on TRAIN_FRACTION, enough to learn the topics
+EVAL_SIZE, TRAIN_FRACTION = 90, 0.8
 FAIRNESS_SCALE = 0.05  # of `tinyrouter fairness`'s trial counts: seconds, not minutes
 
 
@@ -141,7 +145,8 @@ def build_encoder(ws: Workspace) -> None:
     from evaluator.coordinator.encoder import encoder_overrides  # torch: when the demo runs
 
     tinyrouter(ws, "encoder", "make-tiny", ws.encoder, "--seed", 0)
-    write_json(ws.competition, {**encoder_overrides(ws.encoder), "audit_size": AUDIT_SIZE})
+    write_json(ws.competition, {**encoder_overrides(ws.encoder), "eval_size": EVAL_SIZE,
+                                 "train_fraction": TRAIN_FRACTION, "audit_size": AUDIT_SIZE})
     ws.rules = Competition.load(ws.competition)
 
 

@@ -73,6 +73,9 @@ def memorisation_lines(memo: dict[str, Any] | None) -> list[str]:
         row = memo[name]
         lines.append(f"  {who}: {_pct(row['penalty'])} / {_pct(row['reject'])}, lead "
                      f"{row['eval_lead']:+.3f} / {row['audit_lead']:+.3f}")
+    if "crowned" in memo["memoriser"]:
+        lines.append(f"  the memoriser crowned over a king as good on what it could not "
+                     f"collect: {_pct(memo['memoriser']['crowned'])}")
     return lines
 
 

@@ -27,7 +27,8 @@ from evaluator.pool.corpus import (
 from evaluator.pool.simulator import Simulator
 from evaluator.rules import BENCHMARKS, OFFICIAL
 
-MIN_ITEMS = 400  # enough for the hidden eval/audit/live splits plus a public train split
+# enough for the official pool and live splits with public train items left over
+MIN_ITEMS = OFFICIAL.pool_size + OFFICIAL.live_size + 20
 MIN_ORACLE_GAP = 0.10
 MIN_CATEGORY_ROUTING_GAP = 0.20  # a head that reads the category wins by a wide margin
 
@@ -59,6 +60,19 @@ def skills() -> dict:
 
 
 # Shape --------------------------------------------------------------------------------------
+
+
+def test_the_audit_is_like_the_corpus_in_its_mix_of_topics():
+    """The audit stands for the pool on items nobody could collect: a different mix of topics
+    would make an honest head's lead differ between the two, and look like memorising."""
+    corpus, audit = load_corpus(OFFICIAL), load_audit_corpus(OFFICIAL)
+    for bench in BENCHMARKS:
+        public = Counter(e.item.category for e in corpus if e.item.benchmark == bench)
+        private = Counter(e.item.category for e in audit if e.item.benchmark == bench)
+        assert set(private) == set(public), bench
+        for category, count in private.items():
+            share = public[category] / public.total()
+            assert abs(count / private.total() - share) < 0.1, (bench, category)
 
 
 def test_every_benchmark_has_enough_items_with_unique_ids_and_prompts(bundled):
