@@ -40,13 +40,11 @@ from evaluator.records import (
     King,
     Partition,
     Result,
-    disclosed,
 )
 from evaluator.rules import AUDIT_SPLIT, LIVE_SPLIT, PARTITION, POOL_SPLIT, ROLES, WEIGHTS_FILE, Competition
 from evaluator.scoring import (
     BenchmarkScore,
     Measured,
-    accuracy,
     novelty,
 )
 from evaluator.store import Store, submission_path
@@ -303,7 +301,7 @@ def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: 
             break
     result = verdict(stamp, mine, theirs, king, decided, rules)
     if result.outcome == KING:
-        result = dataclasses.replace(result, router_card=router_card(mine, halves, public, rules))
+        result = dataclasses.replace(result, router_card=router_card(mine, public, rules))
     return result
 
 
@@ -480,25 +478,14 @@ def earlier_contenders(folders: Path, attempts: Sequence[Attempt], rules: Compet
     return found
 
 
-def router_card(run: HeadRun, halves: Mapping[str, Mapping[str, list[AnsweredItem]]],
-                public: PublicRouting | None, rules: Competition) -> dict[str, Any]:
+def router_card(run: HeadRun, public: PublicRouting | None, rules: Competition) -> dict[str, Any]:
     """What the site's router card shows of a new king: its routing mix on the public items,
-    its cached accuracy per category of this evaluation's eval half (at the disclosure
-    precision), its live cost per 1,000 questions, how long a live question took (median and
-    95th percentile of its sessions' model calls) and its agreement with the king before."""
-    eval_by_category: dict[str, dict[str, Any]] = {}
-    for bench in rules.benchmarks:
-        groups: dict[str, list[bool]] = {}
-        for row, ok in zip(halves[bench]["eval"], run.correct[bench]["eval"], strict=True):
-            groups.setdefault(str(row.item.category), []).append(ok)
-        eval_by_category[bench] = {
-            category: {"items": len(oks),
-                       "cached_acc": disclosed(accuracy(oks), rules.disclosure_precision)}
-            for category, oks in sorted(groups.items())}
+    its live cost per 1,000 questions, how long a live question took (median and 95th
+    percentile of its sessions' model calls) and its agreement with the king before. Nothing
+    per category of the hidden items: over many kings that would reveal the pool's mix."""
     questions = sum(len(v) for v in run.live.values())
     seconds = [o.seconds for runs in run.live.values() for o in runs]
     return {"public_items": public.mix(rules) if public else {},
-            "eval_by_category": eval_by_category,
             "live_questions": questions,
             "cost_per_1k_usd": 1000 * run.live_cost_usd / questions if questions else None,
             "agreement_with_previous": public.agreement if public else None,

@@ -156,12 +156,18 @@ def explain(record: Result | dict[str, Any], rules: Competition) -> Explanation:
     return Explanation(outcome, composite, against, delta, interval, places, sentence)
 
 
+def gate_label(gate: int | None) -> str:
+    """"gate 3 (duplicate)": a gate by number and name, as every page names it."""
+    name = next((g.name for g in GATES if g.number == gate), None)
+    return "a gate" if gate is None else f"gate {gate} ({name})" if name else f"gate {gate}"
+
+
 def explain_gate(attempt: Attempt) -> Explanation:
     """A head a gate stopped before any evaluation: no score, the gate and what it means."""
     gate = attempt.failed_gate
     name = next((g.name for g in GATES if g.number == gate), None)
     what = GATE_WHY.get(name or "", "it did not pass")
-    where = "a gate" if gate is None else f"gate {gate} ({name})" if name else f"gate {gate}"
+    where = gate_label(gate)
     return Explanation(REJECTED, None, None, None, None, FULL_PLACES,
                        f"Rejected at {where} before any evaluation: {what}. The pull "
                        f"request's comment gives the detail.", gate=gate)

@@ -133,36 +133,57 @@ def mix(card: Mapping[str, Any], bench: str) -> dict[str, Any]:
             "categories": sorted(groups.items(), key=lambda kv: (-kv[1].get("items", 0), kv[0]))}
 
 
-def chart_rows(card: Mapping[str, Any], bench: str) -> list[tuple[str, dict[str, float]]]:
-    """The bars of one benchmark's mix chart: all items, the largest categories, the rest."""
+def _items(groups: Sequence[tuple[str, Mapping[str, Any]]]) -> int:
+    return sum(g.get("items", 0) for _, g in groups if isinstance(g.get("items"), int))
+
+
+def chart_rows(card: Mapping[str, Any],
+               bench: str) -> list[tuple[str, dict[str, float], int]]:
+    """The bars of one benchmark's mix chart, each with its number of public items: all items,
+    the largest categories, the rest."""
     entry = mix(card, bench)
     if not entry["categories"]:
         return []
-    rows = [("all items", entry["models"])]
+    rows = [("all items", entry["models"], _items(entry["categories"]))]
     shown, rest = entry["categories"][:CHART_CATEGORIES], entry["categories"][CHART_CATEGORIES:]
-    rows += [(name, {m: _float(v) or 0.0 for m, v in (group.get("models") or {}).items()})
-             for name, group in shown]
+    rows += [(name, {m: _float(v) or 0.0 for m, v in (group.get("models") or {}).items()},
+              _items([(name, group)])) for name, group in shown]
     if rest:
-        rows.append((f"{len(rest)} other categories", _weighted(dict(rest), "models")))
+        rows.append((f"{len(rest)} other categories", _weighted(dict(rest), "models"),
+                     _items(rest)))
     return rows
 
 
 # ---------------------------------------------------------------- where it gains
 
+def _worth(models: Mapping[str, Any], per_model: Mapping[str, Any]) -> float | None:
+    """What a turn-1 mix of models is worth: each model's share times its accuracy."""
+    total = 0.0
+    for model, share in models.items():
+        weight, acc = _float(share), _float(per_model.get(model))
+        if weight is None or (weight > 0 and acc is None):
+            return None
+        total += weight * (acc or 0.0)
+    return total
+
+
 def gains(card: Mapping[str, Any], bench: str, baselines: Mapping[str, Any]) -> list[dict]:
-    """Per category of this evaluation's eval half: the king's cached accuracy beside the
-    benchmark's best single model overall (the one model a router competes with, as on every
-    page) and the category's oracle, both on that category of the pool. Headroom captured is
-    left out where the category has fewer than MIN_SHARE_ITEMS items: a share of a tiny gap
-    reads as noise."""
+    """Per category, from public figures only: what the king's turn-1 choices on the public
+    train items are worth at each model's accuracy on that category of the pool (published
+    with the manifest at sealing), beside the benchmark's best single model overall (the one
+    model a router competes with, as on every page) and the category's oracle. Nothing about
+    the hidden items is read per king, so a run of kings reveals nothing the manifest does not.
+    Headroom captured is left out where the category has fewer than MIN_SHARE_ITEMS public
+    items: a share of a tiny gap reads as noise."""
     by_category = baselines.get("by_category") or {}
     model = (baselines.get("best_single") or {}).get("model")
     rows = []
-    for category, ours in sorted(((card.get("eval_by_category") or {}).get(bench) or {}).items()):
+    for category, group in sorted(mix(card, bench)["categories"]):
         base = by_category.get(category) or {}
-        cached = _float((ours or {}).get("cached_acc"))
-        best_acc = _float((base.get("per_model") or {}).get(model))
-        oracle, items = _float(base.get("oracle")), (ours or {}).get("items")
+        per_model = base.get("per_model") or {}
+        cached = _worth(group.get("models") or {}, per_model) if per_model else None
+        best_acc = _float(per_model.get(model))
+        oracle, items = _float(base.get("oracle")), group.get("items")
         big = isinstance(items, int) and items >= MIN_SHARE_ITEMS
         rows.append({"category": category, "items": items, "cached": cached,
                      "best_model": model, "best": best_acc, "oracle": oracle,

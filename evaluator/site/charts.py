@@ -24,6 +24,7 @@ from matplotlib.ticker import FixedLocator, MaxNLocator, NullFormatter
 
 from evaluator.files import try_parse_time
 from evaluator.records import Crowning
+from evaluator.site.cards import MIN_SHARE_ITEMS
 
 COLORS = ("#3f51b5", "#e91e63", "#009688", "#ff9800", "#795548", "#607d8b")
 INK = "#444444"  # annotations: dark on light, light once dark mode inverts the chart
@@ -181,9 +182,10 @@ def history_svg(kings: Sequence[Crowning], benchmarks: Sequence[str],
         return None if fig is None else _svg(fig)
 
 
-def mix_svg(panels: Sequence[tuple[str, Sequence[tuple[str, dict[str, float]]]]],
+def mix_svg(panels: Sequence[tuple[str, Sequence[tuple[str, dict[str, float], int]]]],
             models: Sequence[str], frame: Frame = WIDE) -> str | None:
-    """A king's turn-1 model mix: one stacked bar per category, a panel per benchmark."""
+    """A king's turn-1 model mix: one stacked bar per category (labelled with its number of
+    items), a panel per benchmark."""
     panels = [(bench, rows) for bench, rows in panels if rows]
     if not panels:
         return None
@@ -202,22 +204,23 @@ def mix_svg(panels: Sequence[tuple[str, Sequence[tuple[str, dict[str, float]]]]]
         return _svg(fig)
 
 
-def _mix_panel(ax: Any, bench: str, rows: Sequence[tuple[str, dict[str, float]]],
+def _mix_panel(ax: Any, bench: str, rows: Sequence[tuple[str, dict[str, float], int]],
                models: Sequence[str], frame: Frame) -> None:
     ys = list(range(len(rows)))
     left = [0.0] * len(rows)
     shown = 0.12 if frame is WIDE else 0.2  # the narrowest bar that still holds its share
     for index, model in enumerate(models):
-        widths = [shares.get(model, 0.0) for _, shares in rows]
+        widths = [shares.get(model, 0.0) for _, shares, _ in rows]
         bars = ax.barh(ys, widths, left=left, height=0.7, color=COLORS[index % len(COLORS)],
                        label=model)
-        for bar, width in zip(bars, widths, strict=True):
-            if width >= shown:
+        for bar, width, (_, _, items) in zip(bars, widths, rows, strict=True):
+            if width >= shown:  # a share of a handful of items reads as noise: its count
+                text = f"{width:.0%}" if items >= MIN_SHARE_ITEMS else f"{round(width * items)}"
                 ax.text(bar.get_x() + width / 2, bar.get_y() + bar.get_height() / 2,
-                        f"{width:.0%}", ha="center", va="center", fontsize=frame.font,
+                        text, ha="center", va="center", fontsize=frame.font,
                         color="white", parse_math=False)
         left = [a + b for a, b in zip(left, widths, strict=True)]
-    ax.set_yticks(ys, [_short(name) for name, _ in rows])
+    ax.set_yticks(ys, [f"{_short(name)} ({items})" for name, _, items in rows])
     for label in ax.get_yticklabels():
         label.set_parse_math(False)
     ax.invert_yaxis()

@@ -13,10 +13,10 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from jinja2 import Environment, pass_context
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from evaluator.baselines import gap_closed
-from evaluator.explain import explain
+from evaluator.explain import explain, explain_gate, gate_label
 from evaluator.files import format_time, utc_now
 from evaluator.records import KING, OUTCOMES, Result
 from evaluator.rules import ROLES, Competition, is_commit_sha, is_name, is_sha256
@@ -158,8 +158,8 @@ def _badge(outcome: Any) -> Markup:
     if isinstance(outcome, Entry):
         if outcome.result is not None:
             return _badge(outcome.result.outcome)
-        return Markup(f'<span class="tr-badge tr-rejected">rejected at gate {outcome.why.gate}'
-                      "</span>")
+        return Markup(f'<span class="tr-badge tr-rejected">rejected at '
+                      f'{escape(gate_label(outcome.why.gate))}</span>')
     if outcome in OUTCOMES:
         return Markup(f'<span class="tr-badge tr-{outcome}">{outcome}</span>')
     return md_text(outcome)
@@ -298,7 +298,8 @@ def _state_globals(env: Environment, state: LeaderboardState, line: list[Reign])
     by_key = {(miner_id(r.king.miner), r.king.generation): r for r in line}
     env.globals.update(display_name=lambda name: names.get(miner_id(name), name),
                        has_page=lambda name: miner_id(name) in paged,
-                       reign_for=lambda r: by_key.get((miner_id(r.miner), r.generation)))
+                       reign_for=lambda r: by_key.get((miner_id(r.miner), r.generation)),
+                       gate_why=explain_gate)
     env.filters["badge"] = _badge_filter(state.king.key if state.king else None)
 
 

@@ -1,6 +1,7 @@
 /* TinyRouter: small reading aids over Material's tables (the pages read without them too).
  * - In a table that stacks on a phone (.tr-stack), each cell is labelled with its column.
- * - A table wider than its box gets a line above it saying that it scrolls sideways. */
+ * - A table or a code block wider than its box gets a line above it saying that it scrolls
+ *   sideways. */
 (function () {
   "use strict";
 
@@ -19,16 +20,20 @@
   }
 
   // Material wraps each table in a box that scrolls sideways; without it, the table scrolls.
-  function hint(table) {
-    var box = table.closest(".md-typeset__scrollwrap") || table;
-    var before = box.previousElementSibling;
+  // A code block scrolls in its <code>; its line goes above the block's .highlight wrapper.
+  function hint(element) {
+    var code = element.tagName === "CODE";
+    var box = code ? element : (element.closest(".md-typeset__scrollwrap") || element);
+    var holder = (code && element.closest(".highlight")) || box;
+    var before = holder.previousElementSibling;
     var has = before !== null && before.classList.contains("tr-scroll-hint");
     var scrolls = box.scrollWidth > box.clientWidth + 1;
     if (scrolls && !has) {
       var note = document.createElement("p");
       note.className = "tr-scroll-hint";
-      note.textContent = "This table scrolls sideways for more columns \u2192";
-      box.parentNode.insertBefore(note, box);
+      note.textContent = code ? "This code scrolls sideways \u2192"
+                              : "This table scrolls sideways for more columns \u2192";
+      holder.parentNode.insertBefore(note, holder);
     } else if (!scrolls && has) {
       before.remove();
     }
@@ -36,20 +41,20 @@
     box.toggleAttribute("data-tr-scrolls", scrolls);
   }
 
-  function tables() {
-    return document.querySelectorAll(".md-typeset table:not([class])");
+  function boxes() {
+    return document.querySelectorAll(".md-typeset table:not([class]), .md-typeset pre > code");
   }
 
   function run() {
     document.querySelectorAll(".md-typeset .tr-stack table").forEach(label);
-    tables().forEach(hint);
-    setTimeout(function () { tables().forEach(hint); }, 200);  // after Material's wrapping
+    boxes().forEach(hint);
+    setTimeout(function () { boxes().forEach(hint); }, 200);  // after Material's wrapping
   }
 
   var timer = null;
   window.addEventListener("resize", function () {
     clearTimeout(timer);
-    timer = setTimeout(function () { tables().forEach(hint); }, 150);
+    timer = setTimeout(function () { boxes().forEach(hint); }, 150);
   });
   if (document.readyState === "complete") { run(); } else { window.addEventListener("load", run); }
 })();

@@ -181,7 +181,10 @@ def test_a_miner_practises_on_the_demo_exactly_as_the_guide_says(demo):
     assert commands[1] == ". demo/practise.sh"
     # every later command runs as written, in one shell from the demo's parent folder; the
     # simulator is stopped however the script ends
-    script = "\n".join([commands[1], 'trap \'kill "$TINYROUTER_SIMULATOR_PID" 2>/dev/null\' EXIT',
+    # (the trap's kill finds nothing once the guide's own kill has run: under -e its failure
+    # would become the script's exit status)
+    script = "\n".join([commands[1],
+                        'trap \'kill "$TINYROUTER_SIMULATOR_PID" 2>/dev/null || true\' EXIT',
                         *commands[2:]])
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     env.pop("TINYROUTER_COMPETITION", None)
@@ -197,3 +200,31 @@ def test_a_miner_practises_on_the_demo_exactly_as_the_guide_says(demo):
                 (repo / "leaderboard" / "attempts.jsonl").read_text().splitlines()]
     assert attempts[-1]["miner"] == "carol" and attempts[-1]["gates"]["passed"]
     assert (repo / "submissions" / "carol" / "1" / "receipt.json").is_file()
+
+
+@pytest.mark.browser
+def test_the_demo_board_in_a_browser(demo):
+    """The board the demo built, as a visitor sees it: every page in light and dark mode at a
+    desktop and a phone width (no console error, no request to another host, charts loaded and
+    readable, nothing wider than the screen outside a scroll box that says so), every verdict
+    legible on a phone, and the router card's "where it gains" from public figures."""
+    from browsing import SCHEMES, WIDTHS, Visitor, chromium, king_card, phone_verdicts, serving
+
+    site = demo / "site"
+    pages = sorted(p.parent.relative_to(site).as_posix() for p in site.rglob("index.html"))
+    assert len(pages) >= 15
+    with chromium() as browser, serving(site) as base:
+        for path in pages:
+            for scheme in SCHEMES:
+                for width in WIDTHS:
+                    guest = Visitor(browser, base, scheme, width)
+                    page = guest.visit("" if path == "." else f"{path}/")
+                    assert page.locator("article h1").count() == 1, path
+                    assert "demo" in page.locator(".md-banner").inner_text().lower(), path
+                    guest.check(f"demo-{path.replace('/', '-').strip('.-') or 'home'}")
+                    guest.close()
+        guest = Visitor(browser, base, "dark", "phone")
+        phone_verdicts(guest, site, "demo")
+        card = guest.visit(king_card(site)).locator("article").inner_text()
+        assert "Where it gains" in card and "King's choices" in card
+        guest.close()

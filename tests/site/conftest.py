@@ -76,7 +76,7 @@ def manifest(costs: bool = True) -> dict[str, Any]:
 def router_card(level: float, tilt: int, previous: bool) -> dict[str, Any]:
     """A king's card in the shape evaluate writes: `tilt` moves its routing mix around."""
     models, roles = OFFICIAL.pool_names, ("Thinker", "Worker", "Verifier")
-    public, evaluated = {}, {}
+    public = {}
     for bench, categories in CATEGORIES.items():
         groups = {}
         for c, category in enumerate(categories):
@@ -86,9 +86,7 @@ def router_card(level: float, tilt: int, previous: bool) -> dict[str, Any]:
                                            for m, w in zip(models, weights, strict=True)},
                                 "roles": dict(zip(roles, (0.25, 0.5, 0.25), strict=True))}
         public[bench] = {"items": sum(g["items"] for g in groups.values()), "by_category": groups}
-        evaluated[bench] = {category: {"items": 8 + c, "cached_acc": round(min(
-            1.0, level + 0.04 * ((c + tilt) % 3) - 0.02), 2)} for c, category in enumerate(categories)}
-    return {"public_items": public, "eval_by_category": evaluated,
+    return {"public_items": public,
             "live_questions": OFFICIAL.live_size * len(OFFICIAL.benchmarks),
             "cost_per_1k_usd": round(0.35 + 0.05 * tilt, 4),
             "agreement_with_previous": round(0.6 + 0.03 * tilt, 4) if previous else None,

@@ -9,136 +9,32 @@ phone every verdict's outcome and composite in sight. Screenshots go to
 
 from __future__ import annotations
 
-import functools
 import json
-import re
-import shutil
-import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import ExitStack
 from pathlib import Path
 from urllib.parse import quote, urldefrag, urljoin
 
 import pytest
+from browsing import SCHEMES, WIDTHS, Visitor, chromium, king_card, phone_verdicts, serving
 from conftest import LONG_NAME
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-sync_api = pytest.importorskip("playwright.sync_api")
-
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "site"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
-SCHEMES = {"light": "default", "dark": "slate"}  # prefers-color-scheme → Material's palette
-MIN_TEXT_PX = 10  # the smallest chart text a visitor should have to read
-# Elements of the page's content that stick out of the screen, unless a scroll box that says
-# so (tinyrouter.js marks a table that scrolls sideways and puts a line above it) holds them.
-OUTSIDE = """() => {
-  const out = [];
-  for (const el of document.querySelectorAll("article *")) {
-    const r = el.getBoundingClientRect();
-    if (r.width === 0 || r.right <= innerWidth + 1) continue;
-    let box = el.parentElement, said = false;
-    while (box && box.tagName !== "ARTICLE") {
-      const x = getComputedStyle(box).overflowX;
-      const fits = box.getBoundingClientRect().right <= innerWidth + 1;
-      if (fits && (x === "auto" || x === "scroll" || x === "hidden")) {
-        const before = box.previousElementSibling;
-        said = box.hasAttribute("data-tr-scrolls") && before !== null
-          && before.classList.contains("tr-scroll-hint") && before.offsetHeight > 0;
-        break;
-      }
-      box = box.parentElement;
-    }
-    if (!said) out.push(`${el.tagName}.${el.className}: ${el.textContent.trim().slice(0, 40)}`);
-  }
-  return out.slice(0, 5);
-}"""
-
-
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
+pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
 def servers(built_sites) -> Iterator[dict[str, tuple[str, Path]]]:
     """Each fixture state's site on http://127.0.0.1:<free port>/: state → (base URL, folder)."""
-    running = {}
-    for state, site in built_sites.items():
-        handler = functools.partial(_QuietHandler, directory=str(site))
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        running[state] = (server, thread, f"http://127.0.0.1:{server.server_address[1]}/", site)
-    yield {state: (base, site) for state, (_, _, base, site) in running.items()}
-    for server, thread, _, _ in running.values():
-        server.shutdown()
-        thread.join()
+    with ExitStack() as stack:
+        yield {state: (stack.enter_context(serving(site)), site)
+               for state, site in built_sites.items()}
 
 
 @pytest.fixture(scope="module")
 def browser():
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.skip("Debian's chromium is not installed")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
-
-
-class Visitor:
-    """One browser context (a colour scheme and a width) with a record of what went wrong."""
-
-    def __init__(self, browser, base: str, scheme: str = "light", width: str = "desktop"):
-        self.base, self.scheme, self.width = base, scheme, width
-        self.context = browser.new_context(viewport=WIDTHS[width], color_scheme=scheme)
-        self.page = self.context.new_page()
-        self.problems: list[str] = []
-        self.page.on("console", lambda m: self.problems.append(f"console: {m.text}")
-                     if m.type == "error" else None)
-        self.page.on("pageerror", lambda exc: self.problems.append(f"page error: {exc}"))
-        self.page.on("dialog", lambda d: (self.problems.append(f"dialog: {d.message}"),
-                                          d.dismiss()))
-        self.page.on("request", lambda r: None if r.url.startswith((base, "data:"))
-                     else self.problems.append(f"request to another host: {r.url}"))
-
-    def visit(self, path: str, settle: bool = True):
-        response = self.page.goto(urljoin(self.base, path))
-        assert response is not None and response.ok, path
-        if settle:
-            self.page.wait_for_load_state("networkidle")
-        return self.page
-
-    def check(self, name: str) -> None:
-        """The page as a visitor sees it: scheme applied, charts loaded, nothing too wide."""
-        page = self.page
-        assert page.get_attribute("body", "data-md-color-scheme") == SCHEMES[self.scheme]
-        for chart in page.locator("article img").all():
-            chart.scroll_into_view_if_needed()
-            assert chart.evaluate("img => img.complete && img.naturalWidth > 0"), \
-                chart.get_attribute("src")
-        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-        assert overflow <= 1, f"{name} is {overflow}px wider than the screen"
-        assert page.evaluate(OUTSIDE) == [], name
-        for chart in page.locator("article img.tr-chart").all():
-            assert self.chart_text_px(chart) >= MIN_TEXT_PX, chart.evaluate("i => i.currentSrc")
-        page.evaluate("window.scrollTo(0, 0)")  # the header is drawn where the page is scrolled
-        page.wait_for_timeout(250)
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=ARTIFACTS / f"{name}-{self.scheme}-{self.width}.png", full_page=True)
-        assert self.problems == []
-
-    def chart_text_px(self, chart) -> float:
-        """The smallest text of a chart as shown: its SVG's font size scaled to the width."""
-        source = chart.evaluate("img => img.currentSrc")
-        svg = self.page.request.get(source).text()
-        drawn = float(re.search(r'viewBox="0 0 ([0-9.]+)', svg).group(1))
-        smallest = min(float(size) for size in re.findall(r"font-size: ([0-9.]+)px", svg))
-        return smallest * chart.evaluate("img => img.getBoundingClientRect().width") / drawn
-
-    def close(self) -> None:
-        self.context.close()
 
 
 @pytest.fixture
@@ -154,11 +50,6 @@ def visitor(browser, servers):
         one.close()
 
 
-def _king_card(site: Path) -> str | None:
-    king = json.loads((site / "downloads/leaderboard.json").read_text())["king"]
-    return king and f"kings/{quote('@' + king['miner'].lower())}/{king['generation']}/"
-
-
 PAGES = {  # name → path (None: the reigning king's router card)
     "home": "", "router-card": None, "queue": "queue/", "history": "history/",
     "evaluations": "evaluations/", "miner": "miners/%40heidi/", "fairness": "fairness/",
@@ -171,7 +62,7 @@ PAGES = {  # name → path (None: the reigning king's router card)
 @pytest.mark.parametrize("name", PAGES)
 def test_every_page_in_both_schemes_and_at_both_widths(servers, visitor, name, scheme, width):
     site = servers["busy"][1]
-    path = PAGES[name] if PAGES[name] is not None else _king_card(site)
+    path = PAGES[name] if PAGES[name] is not None else king_card(site)
     guest = visitor("busy", scheme, width)
     page = guest.visit(path)
     assert page.locator("article h1").count() == 1
@@ -179,25 +70,7 @@ def test_every_page_in_both_schemes_and_at_both_widths(servers, visitor, name, s
 
 
 def test_a_phone_shows_every_verdicts_outcome_and_composite(servers, visitor):
-    guest = visitor("busy", "dark", "phone")
-    page = guest.visit("evaluations/")
-    rows = page.locator("article .tr-stack tbody tr").all()
-    verdicts = json.loads((servers["busy"][1] / "downloads/leaderboard.json").read_text())
-    assert len(rows) == len(verdicts["verdicts"])
-    for row, verdict in zip(rows, verdicts["verdicts"], strict=True):
-        cells = row.locator("td")
-        outcome, composite = cells.nth(0), cells.nth(1)
-        row.scroll_into_view_if_needed()
-        assert outcome.is_visible() and verdict["outcome"] in outcome.inner_text()
-        shown = [outcome] + ([composite] if verdict["shown_composite"] is not None else [])
-        for cell in shown:
-            box = cell.bounding_box()
-            assert box and box["x"] >= 0 and box["x"] + box["width"] <= WIDTHS["phone"]["width"]
-        if verdict["shown_composite"] is not None:
-            assert composite.is_visible()
-            assert float(composite.inner_text()) == pytest.approx(verdict["shown_composite"])
-        assert verdict["why"] in row.inner_text()
-    guest.check("busy-evaluations-phone-rows")
+    phone_verdicts(visitor("busy", "dark", "phone"), servers["busy"][1], "busy")
 
 
 def test_home_shows_the_king_and_the_cost_chart(servers, visitor):
@@ -211,14 +84,14 @@ def test_home_shows_the_king_and_the_cost_chart(servers, visitor):
     assert page.locator('img[src$="assets/charts/cost.svg"]').count() == 1
     page.get_by_role("link", name="Router card").click()
     page.wait_for_load_state("networkidle")
-    assert page.url.endswith(_king_card(site))
+    assert page.url.endswith(king_card(site))
     assert page.locator('img[src*="assets/charts/kings/"]').count() == 1
     guest.check("busy-router-card-from-home")
 
 
 def test_a_router_card_opens_its_category_tables(servers, visitor):
     guest = visitor("busy", "dark", "phone")
-    page = guest.visit(_king_card(servers["busy"][1]))
+    page = guest.visit(king_card(servers["busy"][1]))
     details = page.locator("article details").first
     assert not details.locator("table").is_visible()
     details.locator("summary").click()
@@ -273,7 +146,7 @@ def test_a_king_recorded_before_router_cards(servers, visitor):
     text = guest.visit("").locator("article").inner_text()
     assert "No metered cost published for this king yet" in text
     guest.check("one-king-home")
-    text = guest.visit(_king_card(servers["one_king"][1])).locator("article").inner_text()
+    text = guest.visit(king_card(servers["one_king"][1])).locator("article").inner_text()
     assert "No router card for this king" in text and "The first king" in text
     guest.check("one-king-router-card")
 

@@ -366,7 +366,9 @@ def test_every_king_has_a_router_card_linked_from_home_and_history(built_sites):
     assert "Where it routes" in latest and "Where it gains" in latest and "Reigning now" in latest
     assert "How it differs from the king before" in latest and "(was " in latest
     chart = f"assets/charts/kings/@{last['miner']}-{last['generation']}.svg"
-    assert (site / chart).is_file() and "<svg" in (site / chart).read_text()
+    drawn = (site / chart).read_text()
+    assert (site / chart).is_file() and "<svg" in drawn
+    assert re.search(r">all items \(\d+\)<", drawn)  # each bar names its number of items
     assert not (site / f"assets/charts/kings/@{kings[0]['miner']}-1.svg").exists()
 
 

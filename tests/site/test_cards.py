@@ -79,17 +79,27 @@ def test_a_mix_chart_pools_the_smaller_categories(busy_state):
     assert rows[0][0] == "all items" and len(rows) == CHART_CATEGORIES + 2
     assert rows[-1][0] == f"{extra} other categories"
     assert sum(rows[-1][1].values()) == pytest.approx(1)
+    # each bar carries its number of public items: the whole benchmark is every category's
+    groups = card["public_items"]["mmlu"]["by_category"]
+    assert rows[0][2] == sum(g["items"] for g in groups.values())
+    assert sum(r[2] for r in rows[1:]) == rows[0][2]
     assert len(chart_rows(card, "math500")) == len(CATEGORIES["math500"]) + 1
     assert chart_rows({}, "mmlu") == []
 
 
 def test_gains_set_each_category_against_the_best_single_model_overall(busy_state):
     line, baselines = reigns(busy_state), _baselines(busy_state)
-    rows = gains(line[-1].card, "math500", baselines["math500"])
+    card = line[-1].card
+    rows = gains(card, "math500", baselines["math500"])
     overall = baselines["math500"]["best_single"]["model"]
     assert [r["category"] for r in rows] == sorted(CATEGORIES["math500"])
     for row in rows:
         base = baselines["math500"]["by_category"][row["category"]]
+        group = card["public_items"]["math500"]["by_category"][row["category"]]
+        # public figures only: its choices on the public items, at the seal's per-model accuracy
+        assert row["items"] == group["items"]
+        assert row["cached"] == pytest.approx(sum(share * base["per_model"][m]
+                                                  for m, share in group["models"].items()))
         assert row["best_model"] == overall and row["best"] == base["per_model"][overall]
         assert row["oracle"] == base["oracle"]
         assert row["gain"] == pytest.approx(row["cached"] - row["best"])
@@ -159,3 +169,13 @@ def test_the_history_axis_shows_dates_once_each_and_runs_to_now(span_minutes, fr
     assert bottom.get_xlabel() == "date (UTC)"
     step = top.lines[0]
     assert step.get_xdata()[-1] == now  # the king's line reaches "now", not the axis' end
+
+
+def test_a_mix_bar_of_a_handful_of_items_holds_counts_not_shares():
+    from evaluator.site.charts import mix_svg
+
+    svg = mix_svg([("math500", [("all items", {"a": 0.5, "b": 0.5}, 40),
+                                ("Geometry", {"a": 0.25, "b": 0.75}, 8)])], ["a", "b"])
+    in_bars = re.findall(r'fill: #ffffff[^>]*>([^<]*)<', svg)  # the white text on the bars
+    assert in_bars == ["50%", "2", "50%", "6"]  # row by row, model by model
+    assert "all items (40)" in svg and "Geometry (8)" in svg

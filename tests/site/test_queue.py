@@ -121,7 +121,10 @@ def test_the_queue_page(built_sites):
     else:
         assert "waiting for evaluation" in open_part and "being evaluated" not in page
     settled = page.split("Settled¶")[1]
-    assert "rejected at gate 3" in settled and "replaced by a newer head" in settled
+    # a head a gate stopped says which gate, what it means and where the detail is
+    assert "Rejected at gate 3 (duplicate) before any evaluation: " in settled
+    assert "The pull request's comment gives the detail" in settled
+    assert "replaced by a newer head" in settled
     assert "The latest 30 of" in settled
     slots = page.split("Next slots¶")[1].split("Settled¶")[0]
     assert "oscar" in slots and "2026-10-21 04:48" in slots  # gated 48.7 days in, + 24 h

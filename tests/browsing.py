@@ -1,0 +1,166 @@
+"""Driving the built site in Debian's chromium through Playwright, served on loopback: shared
+by the site's browser tests (fixture boards) and the demo's (the board `tinyrouter demo` built).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import quote, urljoin
+
+import pytest
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "site"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
+SCHEMES = {"light": "default", "dark": "slate"}  # prefers-color-scheme → Material's palette
+MIN_TEXT_PX = 10  # the smallest chart text a visitor should have to read
+# Elements of the page's content that stick out of the screen, unless a scroll box that says
+# so (tinyrouter.js marks a table or code block that scrolls sideways and puts a line above
+# it, or above the code block's wrapper) holds them.
+OUTSIDE = """() => {
+  const out = [];
+  for (const el of document.querySelectorAll("article *")) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.right <= innerWidth + 1) continue;
+    let box = el.parentElement, said = false;
+    while (box && box.tagName !== "ARTICLE") {
+      const x = getComputedStyle(box).overflowX;
+      const fits = box.getBoundingClientRect().right <= innerWidth + 1;
+      if (fits && (x === "auto" || x === "scroll" || x === "hidden")) {
+        const holder = (box.tagName === "CODE" && box.closest(".highlight")) || box;
+        const before = holder.previousElementSibling;
+        said = box.hasAttribute("data-tr-scrolls") && before !== null
+          && before.classList.contains("tr-scroll-hint") && before.offsetHeight > 0;
+        break;
+      }
+      box = box.parentElement;
+    }
+    if (!said) out.push(`${el.tagName}.${el.className}: ${el.textContent.trim().slice(0, 40)}`);
+  }
+  return out.slice(0, 5);
+}"""
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def serving(site: Path) -> Iterator[str]:
+    """A built site on http://127.0.0.1:<free port>/ while the block runs: its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0),
+                                 functools.partial(_QuietHandler, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        thread.join()
+
+
+@contextmanager
+def chromium():
+    """Debian's chromium under Playwright (the test is skipped where either is missing)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.skip("Debian's chromium is not installed")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def king_card(site: Path) -> str | None:
+    """The reigning king's router card, relative to the site's root (None without a king)."""
+    king = json.loads((site / "downloads/leaderboard.json").read_text())["king"]
+    return king and f"kings/{quote('@' + king['miner'].lower())}/{king['generation']}/"
+
+
+class Visitor:
+    """One browser context (a colour scheme and a width) with a record of what went wrong."""
+
+    def __init__(self, browser, base: str, scheme: str = "light", width: str = "desktop"):
+        self.base, self.scheme, self.width = base, scheme, width
+        self.context = browser.new_context(viewport=WIDTHS[width], color_scheme=scheme)
+        self.page = self.context.new_page()
+        self.problems: list[str] = []
+        self.page.on("console", lambda m: self.problems.append(f"console: {m.text}")
+                     if m.type == "error" else None)
+        self.page.on("pageerror", lambda exc: self.problems.append(f"page error: {exc}"))
+        self.page.on("dialog", lambda d: (self.problems.append(f"dialog: {d.message}"),
+                                          d.dismiss()))
+        self.page.on("request", lambda r: None if r.url.startswith((base, "data:"))
+                     else self.problems.append(f"request to another host: {r.url}"))
+
+    def visit(self, path: str, settle: bool = True):
+        response = self.page.goto(urljoin(self.base, path))
+        assert response is not None and response.ok, path
+        if settle:
+            self.page.wait_for_load_state("networkidle")
+        return self.page
+
+    def check(self, name: str) -> None:
+        """The page as a visitor sees it: scheme applied, charts loaded, nothing too wide."""
+        page = self.page
+        assert page.get_attribute("body", "data-md-color-scheme") == SCHEMES[self.scheme]
+        for chart in page.locator("article img").all():
+            chart.scroll_into_view_if_needed()
+            assert chart.evaluate("img => img.complete && img.naturalWidth > 0"), \
+                chart.get_attribute("src")
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, f"{name} is {overflow}px wider than the screen"
+        assert page.evaluate(OUTSIDE) == [], name
+        for chart in page.locator("article img.tr-chart").all():
+            assert self.chart_text_px(chart) >= MIN_TEXT_PX, chart.evaluate("i => i.currentSrc")
+        page.evaluate("window.scrollTo(0, 0)")  # the header is drawn where the page is scrolled
+        page.wait_for_timeout(250)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=ARTIFACTS / f"{name}-{self.scheme}-{self.width}.png", full_page=True)
+        assert self.problems == []
+
+    def chart_text_px(self, chart) -> float:
+        """The smallest text of a chart as shown: its SVG's font size scaled to the width."""
+        source = chart.evaluate("img => img.currentSrc")
+        svg = self.page.request.get(source).text()
+        drawn = float(re.search(r'viewBox="0 0 ([0-9.]+)', svg).group(1))
+        smallest = min(float(size) for size in re.findall(r"font-size: ([0-9.]+)px", svg))
+        return smallest * chart.evaluate("img => img.getBoundingClientRect().width") / drawn
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def phone_verdicts(guest: Visitor, site: Path, board: str) -> None:
+    """On a phone, every verdict row of Evaluations shows its outcome, its composite where one
+    is disclosed, and why, inside the screen."""
+    page = guest.visit("evaluations/")
+    rows = page.locator("article .tr-stack tbody tr").all()
+    verdicts = json.loads((site / "downloads/leaderboard.json").read_text())
+    assert len(rows) == len(verdicts["verdicts"])
+    for row, verdict in zip(rows, verdicts["verdicts"], strict=True):
+        cells = row.locator("td")
+        outcome, composite = cells.nth(0), cells.nth(1)
+        row.scroll_into_view_if_needed()
+        assert outcome.is_visible() and verdict["outcome"] in outcome.inner_text()
+        shown = [outcome] + ([composite] if verdict["shown_composite"] is not None else [])
+        for cell in shown:
+            box = cell.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= WIDTHS["phone"]["width"]
+        if verdict["shown_composite"] is not None:
+            assert composite.is_visible()
+            assert float(composite.inner_text()) == pytest.approx(verdict["shown_composite"])
+        assert verdict["why"] in row.inner_text()
+    guest.check(f"{board}-evaluations-phone-rows")
