@@ -35,6 +35,8 @@ class Command:
 
 
 COMMANDS = {
+    "basis": Command("basis", "the public items' feature basis gate 3 compares model rows on "
+                              "(maintainer, after sealing)"),
     "baseline": Command("baseline", "what a head has to beat: single-model, random and oracle "
                                     "accuracy"),
     "bench-agreement": Command("bench_agreement", "how alike independent heads route, next to "

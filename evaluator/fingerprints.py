@@ -129,15 +129,30 @@ def decode(text: str, rules: Competition) -> np.ndarray:
     return decode_all([text], rules)[0].astype(np.float64)
 
 
-def cosines(mine: np.ndarray, texts: list[str], rules: Competition) -> np.ndarray:
+def cosines(mine: np.ndarray, texts: list[str], rules: Competition,
+            directions: np.ndarray | None = None) -> np.ndarray:
     """The cosine of the fingerprint `mine` with each recorded one, as gate 3 compares them,
-    computed on the contrasts block by block."""
+    computed on the contrasts block by block. With `directions` (the public items' feature
+    basis, evaluator/basis.py) both sides are first projected on them."""
     compact, reader, legacy = _parse(texts, rules)
     found = np.empty(len(texts))
     mine = np.asarray(mine, dtype=np.float64)
-    target = (contrasts(rules.n_models) @ mine.reshape(rules.n_models, -1)).astype(np.float32)
+    target = contrasts(rules.n_models) @ mine.reshape(rules.n_models, -1)
+    if directions is not None:
+        target = target @ directions.T
+        target /= max(float(np.linalg.norm(target)), 1e-300)
+    target = target.astype(np.float32)
+    seen = None if directions is None else directions.T.astype(np.float32)
     for rows, values in reader.blocks() if reader else ():
+        if seen is not None:
+            values = np.matmul(values, seen)
+            norm = np.sqrt(np.einsum("krc,krc->k", values, values, dtype=np.float64))
+            values /= np.maximum(norm, 1e-30).astype(np.float32)[:, None, None]
         found[compact[rows]] = np.einsum("krc,rc->k", values, target, dtype=np.float64)
     for index, view in legacy.items():
-        found[index] = float(mine @ view)
+        theirs = contrasts(rules.n_models) @ view.reshape(rules.n_models, -1)
+        if directions is not None:
+            theirs = theirs @ directions.T
+            theirs /= max(float(np.linalg.norm(theirs)), 1e-300)
+        found[index] = float(np.sum(theirs * target))
     return found

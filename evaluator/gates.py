@@ -13,10 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import numpy as np
 
 from evaluator import fingerprints
+from evaluator.basis import BASIS_FILE, BasisError, FeatureBasis, read_basis
 from evaluator.errors import SubmissionError
 from evaluator.files import format_time, utc_now
 from evaluator.records import Attempt
@@ -116,6 +118,10 @@ class GateContext:
     head_sha: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
     refunded: frozenset[str] = frozenset()  # heads whose evaluation was void
+    # gate 3's view of the model rows: the public items' feature basis (None: plain rows), or
+    # why the committed one cannot be used (the gate then fails closed)
+    basis: FeatureBasis | None = None
+    basis_error: str | None = None
 
 
 GateCheck = Callable[[Submission, GateContext], "str | None"]
@@ -356,7 +362,8 @@ def _earlier(mine: np.ndarray, login: str, ctx: GateContext) -> list[tuple[str, 
     whats = [f"the attempt of PR #{attempt.pr} ({attempt.miner}, {attempt.at})"
              for _, attempt in found]
     try:
-        cosines = fingerprints.cosines(mine, [a.fingerprint or "" for _, a in found], ctx.rules)
+        cosines = fingerprints.cosines(mine, [a.fingerprint or "" for _, a in found], ctx.rules,
+                                       None if ctx.basis is None else ctx.basis.directions)
     except ValueError:
         for (number, attempt), what in zip(found, whats, strict=True):  # name the first bad one
             try:
@@ -387,15 +394,21 @@ def _merged(sub: Submission, ctx: GateContext) -> list[tuple[str, np.ndarray]]:
 
 
 def check_duplicate(sub: Submission, ctx: GateContext) -> str | None:
-    mine = fingerprint(sub.weights[0], ctx.rules.n_models)
+    if ctx.basis_error is not None:
+        return ctx.basis_error
+    n_models = ctx.rules.n_models
+    mine = fingerprint(sub.weights[0], n_models)
     try:
         earlier = _earlier(mine, sub.login, ctx)
     except ValueError as exc:
         return str(exc)
-    merged = [(what, float(mine @ other)) for what, other in _merged(sub, ctx)]
+    seen = ((lambda view: ctx.basis.project(view, n_models)) if ctx.basis is not None
+            else (lambda view: view))
+    merged = [(what, float(seen(mine) @ seen(other))) for what, other in _merged(sub, ctx)]
+    on = " on the public items' features" if ctx.basis is not None else ""
     for what, cosine in merged + earlier:
         if cosine >= ctx.rules.duplicate_cosine:
-            return (f"the model rows route like {what} (cosine {cosine:.4f} ≥ "
+            return (f"the model rows route like {what} (cosine {cosine:.4f}{on} ≥ "
                     f"{ctx.rules.duplicate_cosine}, whatever the role rows and SVF scales); "
                     "submit a head you trained yourself")
     return None
@@ -454,7 +467,15 @@ def context_for(repo: str | Path, author: str, rules: Competition, now: datetime
     store = Store(Path(repo), lenient=True)  # lines were checked as they were written
     return GateContext(author=author, now=now or utc_now(), rules=rules, changes=changes, pr=pr,
                        head_sha=head_sha, attempts=store.attempts(),
-                       refunded=store.refunded_heads())
+                       refunded=store.refunded_heads(), **_basis(store, rules))
+
+
+def _basis(store: Store, rules: Competition) -> dict[str, Any]:
+    """GateContext's basis fields for the board in `store`."""
+    try:
+        return {"basis": read_basis(store.root / BASIS_FILE, store.manifest(), rules)}
+    except BasisError as exc:
+        return {"basis_error": str(exc)}
 
 
 def attempt_of(sub: Submission, report: GateReport, ctx: GateContext,
@@ -488,6 +509,7 @@ def recheck(repo: Path, relpath: str, pr: int | None, rules: Competition,
     if mine is not None:
         attempts, now = attempts[:mine + 1], attempts[mine].time
     ctx = GateContext(author=author or sub.login, now=now, rules=rules, changes=changes, pr=pr,
-                      head_sha=head_sha, attempts=attempts, refunded=store.refunded_heads())
+                      head_sha=head_sha, attempts=attempts, refunded=store.refunded_heads(),
+                      **_basis(store, rules))
     failed = run_gates(sub, ctx).failed
     return None if failed is None else f"gate {failed.number} ({failed.name}): {failed.reason}"

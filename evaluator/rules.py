@@ -154,6 +154,10 @@ class Competition:
     rate_limit_count: int = 1
     rate_limit_hours: int = 24
     duplicate_cosine: float = 0.99  # of the model rows, against every earlier attempt
+    # gate 3 weighs the model rows by the public train items' features (evaluator/basis.py):
+    # their leading directions holding this share of the features' energy, at most this many
+    fingerprint_energy: float = 0.999
+    fingerprint_directions: int = 256
     # share of the public train items whose turn-1 model the challenger picks as the king does.
     # From `tinyrouter bench-agreement` (see evaluator/train/duplicates.py): the most alike
     # independently trained pair plus its MARGIN, rounded to 0.01

@@ -15,7 +15,7 @@ PUBLIC = [
 ]
 
 COMMANDS = [
-    "baseline", "bench", "bench-agreement", "bench-sandbox", "bench-scale", "bench-startup",
+    "baseline", "basis", "bench", "bench-agreement", "bench-sandbox", "bench-scale", "bench-startup",
     "bench-training", "collect", "demo",
     "diff", "encoder", "evaluate", "fairness", "gates", "gh", "grade", "leaderboard", "ledger",
     "pack", "pool", "preflight", "reveal", "runner", "score", "seal", "site", "train", "verify-benchmark",

@@ -156,6 +156,8 @@ def seal(ws: Workspace) -> None:
                "--pool-url", ws.pool_url, "--ledger", ws.private / "seal-ledger.jsonl")
     tinyrouter(ws, "verify-benchmark", "--dir", ws.hidden,
                "--manifest", ws.repo / MANIFEST_PATH)
+    tinyrouter(ws, "basis", "--benchmark-dir", ws.hidden, "--repo", ws.repo,
+               "--encoder", ws.encoder)
 
 
 def collect(ws: Workspace) -> None:

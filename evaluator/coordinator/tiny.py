@@ -62,11 +62,14 @@ def build_tokenizer(vocab_size: int = TOKENIZER_VOCAB) -> Tokenizer:
     return tokenizer
 
 
-def make_tiny(out_dir: str | Path, seed: int = 0) -> Path:
-    """Write a tiny random Qwen3 (safetensors) and its tokenizer; deterministic for a seed."""
+def make_tiny(out_dir: str | Path, seed: int = 0, hidden_size: int | None = None) -> Path:
+    """Write a tiny random Qwen3 (safetensors) and its tokenizer; deterministic for a seed.
+    `hidden_size` widens the features (the real encoder's are 1,024 wide), to measure what a
+    head of that width can fit; the layers stay tiny."""
     tokenizer = build_tokenizer()
     eos_id = tokenizer.token_to_id(EOS_TOKEN)
-    config = {**TINY_CONFIG, "vocab_size": tokenizer.get_vocab_size(),
+    width = {} if hidden_size is None else {"hidden_size": hidden_size}
+    config = {**TINY_CONFIG, **width, "vocab_size": tokenizer.get_vocab_size(),
               "eos_token_id": eos_id, "pad_token_id": eos_id, "bos_token_id": None}
     model = random_model(config, seed)
     for layer in model.model.layers:

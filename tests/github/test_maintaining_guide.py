@@ -33,6 +33,7 @@ PLACEHOLDERS = {"<login>": "alice", "<n>": "1", "--pr N": "--pr 7", "pr=N": "pr=
 # that runs each, so none is shown without one
 RUN_ELSEWHERE = {
     "seal": "tests/benchmarks/test_sealing.py and the demo",
+    "basis": "tests/coordinator/test_basis_command.py and the demo",
     "verify-benchmark": "tests/benchmarks/test_sealing.py::test_verify_command, "
                         "::test_a_revealed_split_is_checked_by_anyone",
     "reveal": "tests/benchmarks/test_sealing.py::test_a_revealed_split_is_checked_by_anyone",

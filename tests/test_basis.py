@@ -1,0 +1,123 @@
+"""Gate 3 on the public items' features: no credit for weight the features never use."""
+
+import json
+
+import numpy as np
+import pytest
+
+from evaluator import fingerprints
+from evaluator.basis import BASIS_FILE, BasisError, directions_of, read_basis, write_basis
+from evaluator.gates import context_for, fingerprint, run_gates
+from evaluator.rules import OFFICIAL
+from evaluator.submission import Submission
+
+N_MODELS = OFFICIAL.n_models
+MANIFEST = {"benchmarks": {b: {"train_ids": [f"{b}-{i}" for i in range(3)]}
+                           for b in OFFICIAL.benchmarks}}
+
+
+def public_features(n: int = 400, used: int = 24, seed: int = 0) -> np.ndarray:
+    """Head inputs of the public items: like a transformer's, they live near a few directions
+    of the 1,024 (here `used` of them), with a little spread elsewhere."""
+    rng = np.random.default_rng(seed)
+    span = rng.normal(0, 1, (used, OFFICIAL.hidden_size))
+    return rng.normal(0, 1, (n, used)) @ span + 1e-3 * rng.normal(0, 1, (n, OFFICIAL.hidden_size))
+
+
+def lifted(head: np.ndarray, features: np.ndarray, cosine: float, seed: int = 1) -> np.ndarray:
+    """A copy of `head` with weight added to its model rows only in directions the features
+    barely use, until the plain rows' cosine with the original is `cosine`."""
+    rng = np.random.default_rng(seed)
+    _, _, vt = np.linalg.svd(features, full_matrices=True)
+    unused = vt[40:]  # beyond the features' span
+    rows = head[:N_MODELS] - head[:N_MODELS].mean(axis=0)
+    extra = rng.normal(0, 1, (N_MODELS, unused.shape[0])) @ unused
+    extra -= extra.mean(axis=0)
+    extra *= np.linalg.norm(rows) * np.sqrt(1 / cosine ** 2 - 1) / np.linalg.norm(extra)
+    copy = head.copy()
+    copy[:N_MODELS] += extra
+    return copy
+
+
+@pytest.fixture
+def board(repo):
+    (repo / "leaderboard" / "manifest.json").write_text(json.dumps(MANIFEST))
+    features = public_features()
+    write_basis(repo / "leaderboard" / BASIS_FILE, directions_of(features, OFFICIAL),
+                len(features), MANIFEST, OFFICIAL)
+    return repo, features
+
+
+def gates(repo, author="alice"):
+    ctx = context_for(repo, author, OFFICIAL, pr=7, head_sha="a" * 40)
+    return run_gates(Submission(repo, f"submissions/{author}/1", OFFICIAL), ctx)
+
+
+def test_a_head_lifted_in_unused_directions_routes_alike_and_is_caught(board, make_submission):
+    repo, features = board
+    original = np.random.default_rng(5).normal(0, 0.1, OFFICIAL.head_shape)
+    make_submission(repo, "bob", 1, head=original)
+    copy = lifted(original, features, cosine=0.90)
+    assert float(fingerprint(copy, N_MODELS) @ fingerprint(original, N_MODELS)) == \
+        pytest.approx(0.90, abs=5e-3)  # the plain rows are far below gate 3's line
+    same = np.mean((features @ copy[:N_MODELS].T).argmax(1)
+                   == (features @ original[:N_MODELS].T).argmax(1))
+    assert same >= 0.98  # and yet it routes like the original
+    make_submission(repo, "alice", 1, head=copy)
+    failed = gates(repo).failed
+    assert failed is not None and failed.number == 3
+    assert "submissions/bob/1" in failed.reason and "on the public items' features" in failed.reason
+    # the same board without the basis compares the plain rows, and the copy got through
+    (repo / "leaderboard" / BASIS_FILE).unlink()
+    assert gates(repo).passed
+
+
+def test_independent_heads_pass_with_the_basis(board, make_submission):
+    repo, _ = board
+    make_submission(repo, "bob", 1, seed=5)
+    make_submission(repo, "alice", 1, seed=6)
+    assert gates(repo).passed
+
+
+def test_recorded_fingerprints_are_compared_on_the_same_basis(board):
+    _, features = board
+    basis = read_basis(board[0] / "leaderboard" / BASIS_FILE, MANIFEST, OFFICIAL)
+    rng = np.random.default_rng(9)
+    heads = [rng.normal(0, 0.1, OFFICIAL.head_shape) for _ in range(4)]
+    heads.append(lifted(heads[0], features, cosine=0.8))
+    views = [fingerprint(h, N_MODELS) for h in heads]
+    texts = [fingerprints.encode(v, N_MODELS) for v in views]
+    found = fingerprints.cosines(views[-1], texts, OFFICIAL, basis.directions)
+    full = [float(basis.project(views[-1], N_MODELS) @ basis.project(v, N_MODELS))
+            for v in views]
+    assert found == pytest.approx(full, abs=2e-3)
+    assert found[0] > OFFICIAL.duplicate_cosine and max(found[1:4]) < 0.9
+
+
+@pytest.mark.parametrize(("spoil", "says"), [
+    (lambda path: path.write_bytes(path.read_bytes()[:100]), "cannot be read"),
+    (lambda path: write_basis(path, np.ones((2, OFFICIAL.hidden_size)), 2,
+                              {"benchmarks": {}}, OFFICIAL), "other train ids"),
+    (lambda path: write_basis(path, np.full((2, OFFICIAL.hidden_size), np.nan), 2, MANIFEST,
+                              OFFICIAL), "finite directions"),
+    (lambda path: write_basis(path, np.ones((2, 64)), 2, MANIFEST, OFFICIAL), "of 1024"),
+])
+def test_a_spoilt_basis_fails_gate_3_closed(board, make_submission, spoil, says):
+    repo, _ = board
+    spoil(repo / "leaderboard" / BASIS_FILE)
+    with pytest.raises(BasisError, match=says):
+        read_basis(repo / "leaderboard" / BASIS_FILE, MANIFEST, OFFICIAL)
+    make_submission(repo, "alice", 1, seed=6)
+    failed = gates(repo).failed
+    assert failed is not None and failed.number == 3 and says in failed.reason
+    assert "tinyrouter basis" in failed.reason
+
+
+def test_the_basis_keeps_what_the_features_use():
+    features = public_features(used=24)
+    directions = directions_of(features, OFFICIAL)
+    assert 24 <= directions.shape[0] <= 30  # the used directions, not the noise
+    weighed = np.linalg.norm(directions, axis=1)
+    assert np.all(np.diff(weighed) <= 1e-9)  # largest first, scaled by use
+    with pytest.raises(BasisError):
+        directions_of(features[:, :64], OFFICIAL)
