@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 
 from evaluator.rules import Competition
+from evaluator.store import LEADERBOARD_DIR
 
 BASIS_FILE = "feature-basis.safetensors"
-BASIS_PATH = PurePosixPath("leaderboard", BASIS_FILE)
+BASIS_PATH = PurePosixPath(LEADERBOARD_DIR, BASIS_FILE)
 TENSOR = "directions"
 FORMAT = "1"
-MAX_BASIS_BYTES = 8 * 1024 * 1024
 
 
 class BasisError(ValueError):
@@ -95,8 +95,8 @@ def read_basis(path: str | Path, manifest: Mapping[str, Any] | None,
         return None
     fix = "run `tinyrouter basis` for the sealed season and commit its file"
     try:
-        if path.stat().st_size > MAX_BASIS_BYTES:
-            raise BasisError(f"{BASIS_PATH} is larger than {MAX_BASIS_BYTES} bytes; {fix}")
+        if path.stat().st_size > rules.max_basis_bytes:
+            raise BasisError(f"{BASIS_PATH} is larger than {rules.max_basis_bytes} bytes; {fix}")
         with safe_open(str(path), framework="numpy") as opened:
             meta = opened.metadata() or {}
             directions = opened.get_tensor(TENSOR).astype(np.float64)

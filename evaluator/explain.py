@@ -156,17 +156,20 @@ def explain(record: Result | dict[str, Any], rules: Competition) -> Explanation:
     return Explanation(outcome, composite, against, delta, interval, places, sentence)
 
 
+def _gate_name(gate: int | None) -> str | None:
+    return next((g.name for g in GATES if g.number == gate), None)
+
+
 def gate_label(gate: int | None) -> str:
     """"gate 3 (duplicate)": a gate by number and name, as every page names it."""
-    name = next((g.name for g in GATES if g.number == gate), None)
+    name = _gate_name(gate)
     return "a gate" if gate is None else f"gate {gate} ({name})" if name else f"gate {gate}"
 
 
 def explain_gate(attempt: Attempt) -> Explanation:
     """A head a gate stopped before any evaluation: no score, the gate and what it means."""
     gate = attempt.failed_gate
-    name = next((g.name for g in GATES if g.number == gate), None)
-    what = GATE_WHY.get(name or "", "it did not pass")
+    what = GATE_WHY.get(_gate_name(gate) or "", "it did not pass")
     where = gate_label(gate)
     return Explanation(REJECTED, None, None, None, None, FULL_PLACES,
                        f"Rejected at {where} before any evaluation: {what}. The pull "

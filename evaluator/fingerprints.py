@@ -137,7 +137,8 @@ def cosines(mine: np.ndarray, texts: list[str], rules: Competition,
     compact, reader, legacy = _parse(texts, rules)
     found = np.empty(len(texts))
     mine = np.asarray(mine, dtype=np.float64)
-    target = contrasts(rules.n_models) @ mine.reshape(rules.n_models, -1)
+    basis = contrasts(rules.n_models)
+    target = basis @ mine.reshape(rules.n_models, -1)
     if directions is not None:
         target = target @ directions.T
         target /= max(float(np.linalg.norm(target)), 1e-300)
@@ -150,7 +151,7 @@ def cosines(mine: np.ndarray, texts: list[str], rules: Competition,
             values /= np.maximum(norm, 1e-30).astype(np.float32)[:, None, None]
         found[compact[rows]] = np.einsum("krc,rc->k", values, target, dtype=np.float64)
     for index, view in legacy.items():
-        theirs = contrasts(rules.n_models) @ view.reshape(rules.n_models, -1)
+        theirs = basis @ view.reshape(rules.n_models, -1)
         if directions is not None:
             theirs = theirs @ directions.T
             theirs /= max(float(np.linalg.norm(theirs)), 1e-300)

@@ -404,7 +404,8 @@ def check_duplicate(sub: Submission, ctx: GateContext) -> str | None:
         return str(exc)
     seen = ((lambda view: ctx.basis.project(view, n_models)) if ctx.basis is not None
             else (lambda view: view))
-    merged = [(what, float(seen(mine) @ seen(other))) for what, other in _merged(sub, ctx)]
+    mine_seen = seen(mine)
+    merged = [(what, float(mine_seen @ seen(other))) for what, other in _merged(sub, ctx)]
     on = " on the public items' features" if ctx.basis is not None else ""
     for what, cosine in merged + earlier:
         if cosine >= ctx.rules.duplicate_cosine:

@@ -158,6 +158,7 @@ class Competition:
     # their leading directions holding this share of the features' energy, at most this many
     fingerprint_energy: float = 0.999
     fingerprint_directions: int = 256
+    max_basis_bytes: int = 8 * 1024 * 1024  # the committed basis file, read by every gates run
     # share of the public train items whose turn-1 model the challenger picks as the king does.
     # From `tinyrouter bench-agreement` (see evaluator/train/duplicates.py): the most alike
     # independently trained pair plus its MARGIN, rounded to 0.01
