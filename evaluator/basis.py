@@ -45,6 +45,7 @@ class FeatureBasis:
 
     directions: np.ndarray
     items: int
+    digest: str = ""  # names the basis a recorded `Seen` is on (see `read_basis`)
 
     def project(self, view: np.ndarray, n_models: int) -> np.ndarray:
         """A fingerprint (centred model rows) as the public items see it, at unit norm."""
@@ -115,4 +116,5 @@ def read_basis(path: str | Path, manifest: Mapping[str, Any] | None,
                          f"{rules.fingerprint_directions} finite directions of "
                          f"{rules.hidden_size}; {fix}")
     items = meta.get("items", "")
-    return FeatureBasis(directions, int(items) if items.isdigit() else 0)
+    digest = hashlib.sha256(np.ascontiguousarray(directions).tobytes()).hexdigest()[:16]
+    return FeatureBasis(directions, int(items) if items.isdigit() else 0, digest)

@@ -74,24 +74,59 @@ class _Compact:
         if not (np.isfinite(self.scale).all() and (self.scale > 0).all()):
             raise ValueError("a fingerprint's scale is not a positive number")
 
+    def codes(self, rows: slice) -> np.ndarray:
+        """The block's contrasts in units of their row's scale: (k, n−1, columns) float32."""
+        codes = _codes(self.table[rows, self.head:], (self.n - 1) * self.columns)
+        if codes.size and codes.max() > 2 * LEVELS:
+            raise ValueError("a fingerprint code is out of range")
+        values = codes.reshape(-1, self.n - 1, self.columns).astype(np.float32)
+        values -= LEVELS
+        return values
+
     def blocks(self):
         """(rows, contrasts of unit norm) per block; rounding adds noise of known power, and
         dividing by the norm alone would shrink every cosine by half of it, so it is given
         back (cosines then err both ways)."""
-        count = (self.n - 1) * self.columns
         for start in range(0, len(self.table), BLOCK):
             rows = slice(start, start + BLOCK)
-            codes = _codes(self.table[rows, self.head:], count)
-            if codes.size and codes.max() > 2 * LEVELS:
-                raise ValueError("a fingerprint code is out of range")
-            values = codes.reshape(-1, self.n - 1, self.columns).astype(np.float32)
-            values -= LEVELS
+            values = self.codes(rows)
             values *= self.scale[rows]
-            noise = self.columns * (self.scale[rows].astype(np.float64) ** 2).sum(axis=(1, 2)) / 12
-            norm = np.sqrt(np.einsum("krc,krc->k", values, values, dtype=np.float64))
-            factor = np.divide(1 + noise / 2, norm, out=np.zeros_like(norm), where=norm > 0)
+            factor = self.unit(rows, np.einsum("krc,krc->kr", values, values, dtype=np.float64),
+                               np.ones((len(values), self.n - 1)))
             values *= factor.astype(np.float32)[:, None, None]
             yield rows, values
+
+    def unit(self, rows: slice, energy: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        """What turns a block's contrasts into unit vectors, given each row's energy in units
+        of `scale`² (k, n−1), the rounding noise's half given back (see `blocks`)."""
+        stored = self.scale[rows][:, :, 0].astype(np.float64)
+        noise = self.columns * (stored ** 2).sum(axis=1) / 12
+        norm = np.sqrt((scale ** 2 * energy).sum(axis=1))
+        return np.divide(1 + noise / 2, norm, out=np.zeros_like(norm), where=norm > 0)
+
+    def cosines(self, rows: slice, target: np.ndarray, seen: np.ndarray | None,
+                known: np.ndarray | None = None) -> np.ndarray:
+        """The block's cosines with `target` (contrasts of unit norm, in the space `seen`
+        projects on when given), without scaling the block itself: each row's dot product and
+        energy are taken in code units and scaled after, a few numbers per fingerprint.
+
+        `known`: each fingerprint's projected energy as recorded (see `energy_on`), NaN where
+        it is not; a block that knows them all is not projected at all, its dot products
+        taken with the target brought back through the basis instead.
+        """
+        values = self.codes(rows)
+        scale = self.scale[rows][:, :, 0].astype(np.float64)
+        if seen is not None and known is not None and not np.isnan(known).any():
+            back = (target @ seen.T).astype(np.float32)  # (D·v)·t = v·(Dᵀt)
+            dots = np.einsum("krc,rc->kr", values, back, dtype=np.float64)
+            return (scale * dots).sum(axis=1) / np.sqrt(known)
+        if seen is not None:
+            values = np.matmul(values, seen)
+        dots = (scale * np.einsum("krc,rc->kr", values, target, dtype=np.float64)).sum(axis=1)
+        energy = np.einsum("krc,krc->kr", values, values, dtype=np.float64)
+        if seen is None:
+            return dots * self.unit(rows, energy, scale)
+        return dots / np.maximum(np.sqrt((scale ** 2 * energy).sum(axis=1)), 1e-30)
 
 
 def _parse(texts: list[str], rules: Competition) -> tuple[list[int], _Compact | None,
@@ -129,12 +164,32 @@ def decode(text: str, rules: Competition) -> np.ndarray:
     return decode_all([text], rules)[0].astype(np.float64)
 
 
+def energy_on(text: str, rules: Competition, directions: np.ndarray) -> float:
+    """A recorded fingerprint's squared norm once projected on `directions`, as `cosines`
+    would work it out from the stored codes: kept with the attempt, so that gate 3 need not
+    project a season of fingerprints again (the one costly step with a basis)."""
+    _, reader, legacy = _parse([text], rules)
+    seen = directions.T.astype(np.float32)
+    if reader is None:
+        view = legacy[0].reshape(rules.n_models, -1)
+        return float(np.sum((contrasts(rules.n_models) @ view @ directions.T) ** 2))
+    values = np.matmul(reader.codes(slice(0, 1)), seen)
+    scale = reader.scale[0:1][:, :, 0].astype(np.float64)
+    return float((scale ** 2 * np.einsum("krc,krc->kr", values, values,
+                                         dtype=np.float64)).sum())
+
+
 def cosines(mine: np.ndarray, texts: list[str], rules: Competition,
-            directions: np.ndarray | None = None) -> np.ndarray:
+            directions: np.ndarray | None = None,
+            energies: list[float | None] | None = None) -> np.ndarray:
     """The cosine of the fingerprint `mine` with each recorded one, as gate 3 compares them,
     computed on the contrasts block by block. With `directions` (the public items' feature
-    basis, evaluator/basis.py) both sides are first projected on them."""
+    basis, evaluator/basis.py) both sides are first projected on them; `energies`, where
+    given, are the recorded ones' projected energies (`energy_on`), which spare projecting
+    them."""
     compact, reader, legacy = _parse(texts, rules)
+    known = None if energies is None else np.array(
+        [np.nan if energies[i] is None else energies[i] for i in compact], dtype=np.float64)
     found = np.empty(len(texts))
     mine = np.asarray(mine, dtype=np.float64)
     basis = contrasts(rules.n_models)
@@ -144,12 +199,10 @@ def cosines(mine: np.ndarray, texts: list[str], rules: Competition,
         target /= max(float(np.linalg.norm(target)), 1e-300)
     target = target.astype(np.float32)
     seen = None if directions is None else directions.T.astype(np.float32)
-    for rows, values in reader.blocks() if reader else ():
-        if seen is not None:
-            values = np.matmul(values, seen)
-            norm = np.sqrt(np.einsum("krc,krc->k", values, values, dtype=np.float64))
-            values /= np.maximum(norm, 1e-30).astype(np.float32)[:, None, None]
-        found[compact[rows]] = np.einsum("krc,rc->k", values, target, dtype=np.float64)
+    for start in range(0, len(compact), BLOCK) if reader else ():
+        rows = slice(start, start + BLOCK)
+        found[compact[rows]] = reader.cosines(rows, target, seen,
+                                              None if known is None else known[rows])
     for index, view in legacy.items():
         theirs = basis @ view.reshape(rules.n_models, -1)
         if directions is not None:

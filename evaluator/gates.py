@@ -21,7 +21,7 @@ from evaluator import fingerprints
 from evaluator.basis import BASIS_FILE, BasisError, FeatureBasis, read_basis
 from evaluator.errors import SubmissionError
 from evaluator.files import format_time, utc_now
-from evaluator.records import Attempt
+from evaluator.records import Attempt, Seen
 from evaluator.rules import (
     RECEIPT_FILE,
     REQUIRED_FILES,
@@ -293,8 +293,9 @@ def slot_opens(times: list[datetime], now: datetime, rules: Competition) -> date
 
 
 def check_rate_limit(sub: Submission, ctx: GateContext) -> str | None:
+    login = sub.login.lower()
     times = [a.time for a in ctx.attempts
-             if a.miner.lower() == sub.login.lower()
+             if a.miner.lower() == login
              and (ctx.head_sha is None or a.head_sha != ctx.head_sha)
              and a.head_sha not in ctx.refunded]
     opens = slot_opens(times, ctx.now, ctx.rules)
@@ -361,9 +362,13 @@ def _earlier(mine: np.ndarray, login: str, ctx: GateContext) -> list[tuple[str, 
              and (ctx.pr is None or attempt.pr != ctx.pr)]
     whats = [f"the attempt of PR #{attempt.pr} ({attempt.miner}, {attempt.at})"
              for _, attempt in found]
+    basis = ctx.basis
+    energies = None if basis is None else [
+        a.seen.energy if a.seen is not None and a.seen.basis == basis.digest else None
+        for _, a in found]
     try:
         cosines = fingerprints.cosines(mine, [a.fingerprint or "" for _, a in found], ctx.rules,
-                                       None if ctx.basis is None else ctx.basis.directions)
+                                       None if basis is None else basis.directions, energies)
     except ValueError:
         for (number, attempt), what in zip(found, whats, strict=True):  # name the first bad one
             try:
@@ -468,7 +473,7 @@ def context_for(repo: str | Path, author: str, rules: Competition, now: datetime
     store = Store(Path(repo), lenient=True)  # lines were checked as they were written
     return GateContext(author=author, now=now or utc_now(), rules=rules, changes=changes, pr=pr,
                        head_sha=head_sha, attempts=store.attempts(),
-                       refunded=store.refunded_heads(), **_basis(store, rules))
+                       refunded=store.refunded_heads(author), **_basis(store, rules))
 
 
 def _basis(store: Store, rules: Competition) -> dict[str, Any]:
@@ -482,16 +487,21 @@ def _basis(store: Store, rules: Competition) -> dict[str, Any]:
 def attempt_of(sub: Submission, report: GateReport, ctx: GateContext,
                generation: int) -> Attempt:
     """The attempts-log line of a head that passed gate 1: its hash, fingerprint and verdict."""
+    seen = None
     try:
         head, _ = sub.weights
         weights_sha = sha256_file(sub.folder / WEIGHTS_FILE)
         view = encode_fingerprint(fingerprint(head, ctx.rules.n_models), ctx.rules.n_models)
+        if ctx.basis is not None:
+            energy = fingerprints.energy_on(view, ctx.rules, ctx.basis.directions)
+            seen = Seen(ctx.basis.digest, energy) if energy > 0 else None
     except (SubmissionError, OSError):
         weights_sha = view = None  # unreadable weights: gate 2 failed, nothing to compare
     failed = report.failed
     return Attempt(miner=sub.login, generation=generation, pr=ctx.pr, head_sha=ctx.head_sha,
                    at=format_time(ctx.now), weights_sha256=weights_sha, fingerprint=view,
-                   gates_passed=report.passed, failed_gate=None if failed is None else failed.number)
+                   gates_passed=report.passed, failed_gate=None if failed is None else failed.number,
+                   seen=seen)
 
 
 def recheck(repo: Path, relpath: str, pr: int | None, rules: Competition,
@@ -510,7 +520,8 @@ def recheck(repo: Path, relpath: str, pr: int | None, rules: Competition,
     if mine is not None:
         attempts, now = attempts[:mine + 1], attempts[mine].time
     ctx = GateContext(author=author or sub.login, now=now, rules=rules, changes=changes, pr=pr,
-                      head_sha=head_sha, attempts=attempts, refunded=store.refunded_heads(),
+                      head_sha=head_sha, attempts=attempts,
+                      refunded=store.refunded_heads(author or sub.login),
                       **_basis(store, rules))
     failed = run_gates(sub, ctx).failed
     return None if failed is None else f"gate {failed.number} ({failed.name}): {failed.reason}"

@@ -130,6 +130,26 @@ class Partition:
 # ---------------------------------------------------------------- attempts
 
 @dataclass(frozen=True)
+class Seen:
+    """A recorded fingerprint's energy on the season's feature basis (its digest's first 16
+    hex digits): gate 3's divisor for that fingerprint, worked out once when it is recorded."""
+
+    basis: str
+    energy: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"basis": self.basis, "energy": self.energy}
+
+    @classmethod
+    def from_dict(cls, value: Any) -> Seen | None:
+        if not isinstance(value, dict) or not isinstance(value.get("basis"), str):
+            return None
+        energy = _float(value.get("energy"))
+        return (cls(value["basis"], energy) if energy is not None and 0 < energy < float("inf")
+                else None)
+
+
+@dataclass(frozen=True)
 class Attempt:
     """One line of the attempts log: a head that passed the rate-limit gate.
 
@@ -147,6 +167,7 @@ class Attempt:
     fingerprint: str | None = None
     gates_passed: bool = False
     failed_gate: int | None = None
+    seen: Seen | None = None
 
     @property
     def time(self) -> datetime:
@@ -156,7 +177,8 @@ class Attempt:
         return {"miner": self.miner, "generation": self.generation, "pr": self.pr,
                 "head_sha": self.head_sha, "at": self.at, "weights_sha256": self.weights_sha256,
                 "fingerprint": self.fingerprint,
-                "gates": {"passed": self.gates_passed, "failed": self.failed_gate}}
+                "gates": {"passed": self.gates_passed, "failed": self.failed_gate},
+                **({} if self.seen is None else {"seen": self.seen.to_dict()})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Attempt:
@@ -165,7 +187,8 @@ class Attempt:
                    pr=_int(data.get("pr")), head_sha=_str(data.get("head_sha")),
                    at=str(data.get("at")), weights_sha256=_str(data.get("weights_sha256")),
                    fingerprint=_str(data.get("fingerprint")),
-                   gates_passed=gates.get("passed") is True, failed_gate=_int(gates.get("failed")))
+                   gates_passed=gates.get("passed") is True, failed_gate=_int(gates.get("failed")),
+                   seen=Seen.from_dict(data.get("seen")))
 
 
 # ---------------------------------------------------------------- results

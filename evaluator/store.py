@@ -23,7 +23,6 @@ and `tinyrouter leaderboard validate` checks every file.
 
 from __future__ import annotations
 
-import glob
 import json
 import logging
 import os
@@ -132,18 +131,31 @@ def read_json(path: Path, kind: type = dict) -> Any:
     return data
 
 
-def read_json_lines(path: Path) -> list[dict[str, Any]]:
-    """The objects of a JSONL file, one per non-empty line; a bad line is named."""
+def read_json_lines(path: Path, bulky: str | None = None) -> list[dict[str, Any]]:
+    """The objects of a JSONL file, one per non-empty line; a bad line is named.
+
+    `bulky`: a key whose string values hold most of the file's bytes and no escapes (the
+    attempts log's fingerprints, base64). They are cut out of each line before the season's
+    log goes through the JSON parser in one go and put back after, which parses a few hundred
+    bytes a line instead of a few thousand. A line where the cut is not clean is parsed whole.
+    """
     if not path.is_file():
         return []
     lines = path.read_text(encoding="utf-8").splitlines()
     filled = [line for line in lines if line.strip()]
+    shells, cut = (_cut(filled, bulky) if bulky is not None
+                   else (filled, [None] * len(filled)))
     try:  # a season's log in one parse; a file that fails it is read line by line to name one
-        rows = loads_finite("[" + ",".join(filled) + "]")
+        rows = loads_finite("[" + ",".join(shells) + "]")
     except ValueError:
         rows = None
     if (isinstance(rows, list) and len(rows) == len(filled)
-            and all(isinstance(row, dict) for row in rows)):
+            and all(isinstance(row, dict) for row in rows)
+            and all(value is None or row.get(bulky) == ""
+                    for row, value in zip(rows, cut, strict=True))):
+        for row, value in zip(rows, cut, strict=True):
+            if value is not None:
+                row[bulky] = value
         return rows
     rows = []
     for number, line in enumerate(lines, start=1):
@@ -158,6 +170,24 @@ def read_json_lines(path: Path) -> list[dict[str, Any]]:
             raise LeaderboardError(f"{path}:{number} should be a JSON object")
         rows.append(row)
     return rows
+
+
+def _cut(lines: list[str], key: str) -> tuple[list[str], list[str | None]]:
+    """Each line with the string value of `key` emptied, and that value (None where the line
+    has no such value free of escapes: it is then left whole)."""
+    opening = json.dumps(key) + ': "'
+    shells, values = [], []
+    for line in lines:
+        start = line.find(opening)
+        value_at = start + len(opening)
+        end = line.find('"', value_at) if start >= 0 else -1
+        if end < 0 or line.find("\\", value_at, end) >= 0 or line.find(opening, end) >= 0:
+            shells.append(line)
+            values.append(None)
+            continue
+        shells.append(line[:value_at] + line[end:])
+        values.append(line[value_at:end])
+    return shells, values
 
 
 # ---------------------------------------------------------------- the store
@@ -228,7 +258,7 @@ class Store:
 
     def attempts(self) -> list[Attempt]:
         path = self.file(ATTEMPTS_FILE)
-        rows = read_json_lines(path)
+        rows = read_json_lines(path, bulky="fingerprint")
         for number, row in enumerate(rows if not self.lenient else (), start=1):
             self._checked("attempt", row, Path(f"{self.relative(path)} line {number}"))
         return [Attempt.from_dict(row) for row in rows]
@@ -275,16 +305,28 @@ class Store:
         return sorted(records, key=lambda r: (_sort_time(r.evaluated_at), r.miner,
                                               r.generation), reverse=True)
 
-    def refunded_heads(self) -> frozenset[str]:
-        """Heads with a void evaluation and no decisive one (see records.refunded_heads). Only
-        the submissions with a void evaluation are read (their files are named so), not the
+    def _miner_folders(self, miner: str) -> list[Path]:
+        """results/<miner>/ in whatever letter case it was written (one listing of results/,
+        not a glob into every miner's folder)."""
+        folder = self.root / RESULTS_DIR
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return []
+        return [folder / name for name in sorted(names) if name.lower() == miner.lower()]
+
+    def refunded_heads(self, miner: str | None = None) -> frozenset[str]:
+        """Heads with a void evaluation and no decisive one (see records.refunded_heads); of
+        one miner's submissions when `miner` is given (what the gates need). Only the
+        submissions with a void evaluation are read (their files are named so), not the
         season's every result."""
+        folders = (self._miner_folders(miner) if miner is not None
+                   else sorted((self.root / RESULTS_DIR).glob("*")))
         paths = set()
-        for found in glob.glob(os.path.join(glob.escape(str(self.root / RESULTS_DIR)), "*",
-                                            f"*.{VOID}.*.json")):
-            void = Path(found)
-            generation = void.name.split(".")[0]
-            paths.update(void.parent.glob(f"{generation}.*json"))
+        for folder in folders:
+            for void in folder.glob(f"*.{VOID}.*.json"):
+                generation = void.name.split(".")[0]
+                paths.update(folder.glob(f"{generation}.*json"))
         return refunded_heads(self.result(path) for path in sorted(paths))
 
     def ended(self, pr: int | None, head_sha: str | None) -> Result | None:
@@ -298,9 +340,9 @@ class Store:
     def decided_generation(self, miner: str, generation: int) -> Result | None:
         """The decisive result of this miner's generation, whichever head it came from (only
         that generation's decisive file is read, the login compared in any case)."""
-        folder = self.root / RESULTS_DIR
-        for path in sorted(folder.glob(f"*/{int(generation)}.json")):
-            if path.parent.name.lower() == miner.lower():
+        for folder in self._miner_folders(miner):
+            path = folder / f"{int(generation)}.json"
+            if path.is_file():
                 record = self.result(path)
                 if record.outcome in DECISIVE:
                     return record
@@ -337,13 +379,15 @@ class Store:
 
     # -------------------------------------------------------- writers
 
-    def record_attempt(self, attempt: Attempt) -> bool:
+    def record_attempt(self, attempt: Attempt, known: list[Attempt] | None = None) -> bool:
         """Append the attempt unless this head of this PR has one; whether a line was added.
+        `known`: the log as this process just read it (saves reading a season's log twice).
 
         One attempt per head: re-running the same head is free, a new head on the same PR
         is a new attempt.
         """
-        if any((a.pr, a.head_sha) == (attempt.pr, attempt.head_sha) for a in self.attempts()):
+        known = self.attempts() if known is None else known
+        if any((a.pr, a.head_sha) == (attempt.pr, attempt.head_sha) for a in known):
             return False
         validate("attempt", attempt.to_dict(), f"the attempt of PR {attempt.pr}")
         try:

@@ -1,6 +1,7 @@
 """Gate 3 on the public items' features: no credit for weight the features never use."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -121,3 +122,47 @@ def test_the_basis_keeps_what_the_features_use():
     assert np.all(np.diff(weighed) <= 1e-9)  # largest first, scaled by use
     with pytest.raises(BasisError):
         directions_of(features[:, :64], OFFICIAL)
+
+
+def test_a_recorded_head_keeps_its_energy_on_the_basis_and_gate_3_needs_no_projection(
+        board, make_submission):
+    """The gates record each head's energy on the committed basis with its fingerprint; gate 3
+    then divides by it instead of projecting a season of fingerprints, and reaches the same
+    cosines as projecting them (an energy on another basis is not used)."""
+    from evaluator.gates import attempt_of
+    from evaluator.records import Seen
+    from evaluator.store import Store
+
+    repo, features = board
+    original = np.random.default_rng(5).normal(0, 0.1, OFFICIAL.head_shape)
+    make_submission(repo, "bob", 1, head=original)
+    ctx = context_for(repo, "bob", OFFICIAL, pr=6, head_sha="b" * 40)
+    sub = Submission(repo, "submissions/bob/1", OFFICIAL)
+    recorded = attempt_of(sub, run_gates(sub, ctx), ctx, 1)
+    assert recorded.seen is not None and recorded.seen.basis == ctx.basis.digest
+    assert recorded.seen.energy == pytest.approx(
+        fingerprints.energy_on(recorded.fingerprint, OFFICIAL, ctx.basis.directions))
+    Store(repo).record_attempt(recorded)
+    assert Store(repo).attempts()[0].seen == recorded.seen  # validated, written, read back
+    shutil.rmtree(repo / "submissions" / "bob")  # not merged: only its attempt is compared
+
+    rng = np.random.default_rng(9)
+    heads = [rng.normal(0, 0.1, OFFICIAL.head_shape) for _ in range(3)]
+    texts = [fingerprints.encode(fingerprint(h, N_MODELS), N_MODELS) for h in heads]
+    texts.append(recorded.fingerprint)
+    energies = [fingerprints.energy_on(t, OFFICIAL, ctx.basis.directions) for t in texts]
+    copy = fingerprint(lifted(original, features, cosine=0.9), N_MODELS)
+    projected = fingerprints.cosines(copy, texts, OFFICIAL, ctx.basis.directions)
+    divided = fingerprints.cosines(copy, texts, OFFICIAL, ctx.basis.directions, energies)
+    assert divided == pytest.approx(projected, abs=1e-5)
+    assert divided[-1] > OFFICIAL.duplicate_cosine > max(divided[:3])
+    # the copy is refused with the recorded energy, as without it
+    make_submission(repo, "alice", 1, head=lifted(original, features, cosine=0.9))
+    failed = gates(repo).failed
+    assert failed.number == 3 and "PR #6" in failed.reason
+    # a wrong energy on another basis's digest is ignored (projected anew), not trusted
+    line = json.loads((repo / "leaderboard" / "attempts.jsonl").read_text())
+    line["seen"] = Seen("0" * 16, 1e6).to_dict()
+    (repo / "leaderboard" / "attempts.jsonl").write_text(json.dumps(line) + "\n")
+    failed = gates(repo).failed
+    assert failed.number == 3 and "PR #6" in failed.reason

@@ -142,3 +142,48 @@ def test_no_state_file_is_written_with_a_number_that_is_not_finite(repo, number)
         dumps({"live_cost_usd": number})
     with pytest.raises(ValueError, match="Out of range float"):
         canonical_json({"cost_usd": number})
+
+
+def test_the_attempts_log_reads_the_same_with_its_fingerprints_cut_out(repo):
+    """The reader parses a season's log without its fingerprints and puts them back; every
+    line it cannot cut cleanly (escapes, no fingerprint, a null one, the key twice) is read
+    whole, and the records are the same as a plain parse gives."""
+    lines = [
+        {"miner": "alice", "fingerprint": "q7:QUJD", "pr": 1},
+        {"miner": "bob", "fingerprint": None, "pr": 2},
+        {"miner": "carol", "pr": 3},
+        {"miner": "dave", "fingerprint": "a\"b\\c", "pr": 4},
+    ]
+    text = "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines)
+    text += '{"fingerprint": "x", "miner": "erin", "fingerprint": "q7:REVG"}\n\n'
+    path = repo / "leaderboard" / "attempts.jsonl"
+    path.write_text(text, encoding="utf-8")
+    plain = [json.loads(line) for line in text.splitlines() if line.strip()]
+    from evaluator.store import read_json_lines
+
+    assert read_json_lines(path, bulky="fingerprint") == plain == read_json_lines(path)
+    assert plain[-1]["fingerprint"] == "q7:REVG"  # JSON's rule for a repeated key, kept
+
+
+def void_of(miner, generation, sha, at):
+    return {**result("void", at, sha), "miner": miner, "generation": generation}
+
+
+def test_the_gates_read_only_their_own_miners_refunds(repo):
+    """A void refunds its head; the gates ask for one miner's (any letter case of the
+    folder), so a season of other miners' results is not read."""
+    store = Store(repo)
+    store.write_result(void_of("Alice", 1, "a" * 40, "2026-11-29T12:00:00Z"))
+    store.write_result(void_of("bob", 1, "b" * 40, "2026-11-29T12:00:00Z"))
+    assert store.refunded_heads("alice") == {"a" * 40}
+    assert store.refunded_heads("BOB") == {"b" * 40}
+    assert store.refunded_heads("carol") == frozenset()
+    assert store.refunded_heads() == {"a" * 40, "b" * 40}
+
+
+def test_a_decided_generation_is_found_whatever_the_folders_letter_case(repo):
+    store = Store(repo)
+    store.write_result({**result("rejected", "2026-11-29T12:00:00Z"), "miner": "Alice"})
+    assert store.decided_generation("alice", 1).outcome == "rejected"
+    assert store.decided_generation("alice", 2) is None
+    assert store.decided_generation("bob", 1) is None

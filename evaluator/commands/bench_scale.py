@@ -1,13 +1,14 @@
 """`tinyrouter bench-scale`: how the light commands' cost grows with a season's records.
 
-For each size N it builds a synthetic board: a seeded king (its folder merged), N miners with
-one attempt each (an official-shape head's fingerprint, gates passed) and one lost result each,
-every record made through the real record types and written in the store's format, so the
-board validates. On every board it times, in a fresh interpreter each, what the workflows run
-per event: `gates` on one new head (recording its attempt), `leaderboard apply` of its result,
-`leaderboard validate` (the full check) and `site build`. Runs interleave over sizes and
-commands, so drift on a busy machine hits every cell alike; medians, and each command's growth
-from the smallest board to the largest, come from the same run.
+For each size N it builds a synthetic board: a sealed season's manifest and feature basis
+(as many directions as the rules allow, so gate 3 works as on a real board), a seeded king
+(its folder merged), N miners with one attempt each (an official-shape head's fingerprint,
+gates passed) and one lost result each, every record made through the real record types and
+written in the store's format, so the board validates. On every board it times, in a fresh
+interpreter each, what the workflows run per event: `gates` on one new head (recording its
+attempt), `leaderboard apply` of its result, `leaderboard validate` (the full check) and `site
+build`. Runs interleave over sizes and commands, so drift on a busy machine hits every cell
+alike; medians, and each command's growth from the smallest board to the largest, come from the same run.
 """
 
 from __future__ import annotations
@@ -25,14 +26,17 @@ from pathlib import Path
 
 import numpy as np
 
+from evaluator.basis import BASIS_FILE, FeatureBasis, read_basis, write_basis
+from evaluator.benchmarks.sealing import build_manifest
 from evaluator.commands.bench_startup import fixture_repo, fixture_submission, timed
 from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
 from evaluator.files import dumps, format_time
-from evaluator.records import KING, LOST, Attempt, Crowning, King, Result
+from evaluator.fingerprints import energy_on
+from evaluator.records import KING, LOST, Attempt, Crowning, King, Result, Seen
 from evaluator.rules import Competition
 from evaluator.scoring import BenchmarkScore
-from evaluator.store import ATTEMPTS_FILE, Store
+from evaluator.store import ATTEMPTS_FILE, MANIFEST_FILE, Store
 
 DEFAULT_SIZES = (100, 1000)
 START = datetime(2026, 1, 5, tzinfo=UTC)  # the synthetic season's first evaluation
@@ -91,6 +95,7 @@ def build_board(root: Path, n: int, rules: Competition) -> Path:
     fixture_repo(root, rules)  # the king's merged folder
     fixture_submission(root, NEWCOMER, 99, rules)  # the new head the gates run on
     store, rng = Store(root), np.random.default_rng(n)
+    basis = _season(store, rules, rng)
     crown = _crown(rules)
     store.write_king(King.crowned(crown, None))
     store.write_history([Crowning.of(crown)])
@@ -99,10 +104,11 @@ def build_board(root: Path, n: int, rules: Competition) -> Path:
     for i in range(n):
         miner, at, sha = f"miner-{i:05d}", START + timedelta(minutes=10 * i), _sha(rng)
         head = rng.normal(0, 0.1, rules.head_shape)
+        view = encode_fingerprint(fingerprint(head, rules.n_models), rules.n_models)
         attempt = Attempt(miner=miner, generation=1, pr=100 + i, head_sha=sha,
                           at=format_time(at), weights_sha256=_sha(rng, 32), gates_passed=True,
-                          fingerprint=encode_fingerprint(fingerprint(head, rules.n_models),
-                                                                 rules.n_models))
+                          fingerprint=view,
+                          seen=Seen(basis.digest, energy_on(view, rules, basis.directions)))
         lines.append(json.dumps(attempt.to_dict(), sort_keys=True) + "\n")
         path = store.result_path(miner, 1)
         path.parent.mkdir(parents=True)
@@ -114,6 +120,25 @@ def build_board(root: Path, n: int, rules: Competition) -> Path:
     out.write_text(dumps(_lost(NEWCOMER, 100 + n, NEWCOMER_SHA, at, rng, rules)),
                    encoding="utf-8")
     return out
+
+
+def _season(store: Store, rules: Competition, rng: np.random.Generator) -> FeatureBasis:
+    """A sealed season's public files as gate 3 reads them: a manifest (its train ids are what
+    the basis is tied to) and a feature basis of as many directions as the rules allow."""
+    pool = {"count": 300, "commitment": _sha(rng, 32)}
+    baselines = {"per_model": dict.fromkeys(rules.pool_names, 0.5),
+                 "best_single": {"model": rules.pool_names[0], "accuracy": 0.5},
+                 "random": 0.5, "oracle": 0.7}
+    manifest = build_manifest({b: {"splits": {"pool": pool}, "baselines": baselines,
+                                   "train_ids": [f"{b}-{i}" for i in range(250)]}
+                               for b in rules.benchmarks}, format_time(START))
+    store.file(MANIFEST_FILE).write_text(dumps(manifest), encoding="utf-8")
+    k = rules.fingerprint_directions
+    directions = rng.normal(0, 1, (k, rules.hidden_size)) * np.geomspace(1, 1e-3, k)[:, None]
+    write_basis(store.file(BASIS_FILE), directions, 1000, manifest, rules)
+    found = read_basis(store.file(BASIS_FILE), manifest, rules)
+    assert found is not None
+    return found
 
 
 @dataclass(frozen=True)

@@ -146,7 +146,7 @@ def _check(args: argparse.Namespace, now: datetime, changes: list[Change] | None
     if args.record_attempt and report.passed_gate(1):
         store = Store(args.repo, lenient=True)  # it checks the line it appends
         generation = store.next_generation(sub.login, ctx.attempts, args.pr, exclude=sub.folder)
-        store.record_attempt(attempt_of(sub, report, ctx, generation))
+        store.record_attempt(attempt_of(sub, report, ctx, generation), ctx.attempts)
     return Checked(report, step, submission_advisories(sub, report, args.ledger))
 
 
