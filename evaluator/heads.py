@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from evaluator.errors import SubmissionError, UsageError
-from evaluator.rules import WEIGHTS_FILE, Competition
+from evaluator.rules import RECEIPT_FILE, WEIGHTS_FILE, Competition
 from evaluator.store import KING_FILE, LEADERBOARD_DIR, Store, submission_path
 from evaluator.submission.weights import read_weights, sha256_file, theta_from_tensors
 
@@ -72,3 +72,18 @@ def resolve_head(spec: str, repo: Path, rules: Competition) -> Head:
     except SubmissionError as exc:
         raise UsageError(f"{path}: {exc}") from exc
     return Head(label, path, head, scales, sha256_file(path), run_dir)
+
+
+def held_out_of(head: Head, rules: Competition) -> dict[str, list[str]] | None:
+    """The public train ids a submitted head's receipt declares it never trained on, or None
+    (not a submission folder, a receipt from before the field, or one that does not parse).
+    The miner who packed it wrote them; only previews read them, never the evaluation."""
+    from evaluator.submission.receipt import load_receipt
+
+    receipt = head.path.parent / RECEIPT_FILE
+    if head.run_dir is not None or not receipt.is_file():
+        return None
+    try:
+        return load_receipt(receipt, rules).held_out or None
+    except SubmissionError:
+        return None

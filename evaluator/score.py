@@ -108,23 +108,29 @@ def benchmark_report(mine: Played, theirs: Played | None, rules: Competition) ->
 def score_report(head: Head, held: dict[str, list[AnsweredItem]],
                  fitted: dict[str, list[AnsweredItem]] | None, router: Any, rules: Competition,
                  king: Head | None = None, run_live: LiveRunner | None = None,
-                 live_questions: int = 0) -> dict[str, Any]:
+                 live_questions: int = 0,
+                 unseen: dict[str, list[AnsweredItem]] | None = None) -> dict[str, Any]:
     """Everything `tinyrouter score` prints: per benchmark, the composite, and with a king the
-    paired comparison and whether the crown rule would hold."""
+    paired comparison and whether the crown rule would hold. `unseen`: the rows of `held`
+    the king never trained on either (its receipt says which), on every benchmark; the
+    comparison is then made on them alone, with nothing leaning either way."""
     benches = [b for b in rules.benchmarks if b in held]
     rows = sum(len(held[b]) for b in benches) + sum(len(v) for v in (fitted or {}).values())
     log.info("encoding %d rows for %s (the first pass through the encoder is the slow part)",
              rows, head.label)
     mine = measure(router, head, held, fitted)
+    paired = held if king is None or not unseen else {b: unseen[b] for b in benches}
+    mine_paired = mine if paired is held else measure(router, head, paired, None)
     if king is not None:
         log.info("scoring %s on the same rows", king.label)
-    theirs = measure(router, king, held, None) if king is not None else None
+    theirs = measure(router, king, paired, None) if king is not None else None
     if run_live is not None and live_questions > 0:
         for bench in benches:
-            items = [row.item for row in held[bench][:live_questions]]
-            for h, played in ((head, mine), (king, theirs)):
+            items = [row.item for row in paired[bench][:live_questions]]
+            for h, played in ((head, mine_paired), (king, theirs)):
                 if played is not None:
                     played[bench].live = run_live(bench, items, router.bind(h.theta))
+            mine[bench].live = mine_paired[bench].live
     per_bench = {b: benchmark_report(mine[b], theirs[b] if theirs else None, rules)
                  for b in benches}
     measured_live = all("live" in per_bench[b] for b in benches)
@@ -135,7 +141,8 @@ def score_report(head: Head, held: dict[str, list[AnsweredItem]],
         "composite": (composite({b: per_bench[b]["score"] for b in benches},
                                 _over(rules, benches)) if measured_live else None)}
     if theirs is not None:
-        report["king"] = compare(mine, theirs, king, benches, rules)
+        report["king"] = compare(mine_paired, theirs, king, benches, rules,
+                                 unseen=paired is not held)
     found = weight_advisories(head.head, head.scales, rules) + routing_advisories(
         {b: [d.model for d in mine[b].decisions] for b in benches})
     report["advisories"] = [a.to_dict() for a in found]
@@ -149,9 +156,10 @@ def _over(rules: Competition, benches: Sequence[str]) -> Competition:
 
 
 def compare(mine: dict[str, Played], theirs: dict[str, Played], king: Head,
-            benches: Sequence[str], rules: Competition) -> dict[str, Any]:
+            benches: Sequence[str], rules: Competition, unseen: bool = False) -> dict[str, Any]:
     """The paired comparison with the king on the same rows, decided by the evaluator's
-    verdict function with the crown test's last-stage rule (a preview has no second stage)."""
+    verdict function with the crown test's last-stage rule (a preview has no second stage).
+    `unseen`: neither head trained on these rows, so nothing leans toward the king."""
     scope = _over(rules, benches)
     nov = {b: novelty(mine[b].decisions, theirs[b].decisions, rules) for b in benches}
     decided = judge({b: mine[b].measured(rules) for b in benches},
@@ -162,7 +170,7 @@ def compare(mine: dict[str, Played], theirs: dict[str, Played], king: Head,
     agreement = float(np.mean([a.model == b.model for bench in benches
                                for a, b in zip(mine[bench].decisions, theirs[bench].decisions,
                                                strict=True)]))
-    bias = king_bias(mine, benches, rules)
+    bias = 0.0 if unseen else king_bias(mine, benches, rules)
     final = len(rules.live_stages)
     unbiased = None if bias is None else published_crowns(
         {"stage": final, "difference": ev.difference + bias,
@@ -170,6 +178,7 @@ def compare(mine: dict[str, Played], theirs: dict[str, Played], king: Head,
     return {"head": king.label, "delta": ev.difference, "ci95": list(decided.ci95),
             "z": ev.z, "would_crown": decided.outcome == KING, "verdict": decided.reason,
             "king_bias": bias, "would_crown_unbiased": unbiased,
+            "unseen_rows": {b: len(mine[b].correct) for b in benches} if unseen else None,
             "agreement": agreement,
             "behaviour_duplicate": agreement >= rules.duplicate_agreement,
             "live_included": all(mine[b].live for b in benches)}

@@ -70,15 +70,21 @@ def world(tmp_path_factory, make_submission_module):
              "--popsize", "6", "--minibatch", "12", "--no-progress"]
     assert main([*train, "--run-name", "held", "--holdout", "0.25"]) == 0
     assert main([*train, "--run-name", "all", "--holdout", "0"]) == 0
+    # a second board whose king's receipt names the rows it never trained on
+    declared = tmp / "declared"
+    (declared / "leaderboard").mkdir(parents=True)
+    make_submission_module(declared, "bob", 1, seed=3, rules=rules,
+                           held_out={b: [f"{b}-{i}" for i in range(0, 40, 2)] for b in BENCHES})
+    Store(declared).write_king(a_king("bob", 1))
     return {"tmp": tmp, "rules": rules, "encoder": encoder, "data": data, "repo": repo,
-            "king": king, "base": base, "train": train}
+            "king": king, "base": base, "train": train, "declared": declared}
 
 
 @pytest.fixture(scope="module")
 def make_submission_module():
     from evaluator.submission import write_submission
 
-    def make(repo, login, generation, seed, rules):
+    def make(repo, login, generation, seed, rules, held_out=None):
         rng = np.random.default_rng(seed)
         head = rng.normal(0, 0.05, rules.head_shape).astype(np.float32)
         scales = (1 + rng.normal(0, 0.01, rules.svf_scale_count)).astype(np.float32)
@@ -88,7 +94,8 @@ def make_submission_module():
                   "fitness_history": [{"generation": g, "mean": 0.5, "max": 0.6, "best": 0.6}
                                       for g in range(3)],
                   "total_cost_usd": 1.0, "ledger_head": "ab" * 32, "init_weights_sha256": None,
-                  "tinyrouter_version": "0.1.0", "created_at": "2026-11-28T10:00:00Z"}
+                  "tinyrouter_version": "0.1.0", "created_at": "2026-11-28T10:00:00Z",
+                  "held_out": held_out}
         return write_submission(repo, login, generation, head, scales, fields, rules=rules)
 
     return make
@@ -154,6 +161,41 @@ def test_against_the_king_the_crown_rule_is_applied_to_the_paired_rows(world, ca
                                             and king["z"] * shifted / king["delta"]
                                             > rules.crown_z_final)
     assert "leans toward the king by about" in out
+
+
+def test_against_a_king_that_names_its_held_out_rows_the_comparison_is_on_unseen_rows(
+        world, capsys):
+    """The king's receipt names the rows it never trained on; a challenger who holds them out
+    too (train --holdout-king) is compared with it on those rows alone, and nothing leans."""
+    declared = world["declared"]
+    kings = {b: {f"{b}-{i}" for i in range(0, 40, 2)} for b in BENCHES}
+    assert main([*world["train"], "--run-name", "beside", "--holdout", "0.25",
+                 "--holdout-king", "--repo", str(declared)]) == 0
+    run = world["tmp"] / "exp" / "beside"
+    held = json.loads((run / "holdout.json").read_text())["ids"]
+    for bench in BENCHES:
+        assert kings[bench] <= set(held[bench]) and len(held[bench]) < 40  # some left to train
+    capsys.readouterr()
+    code, report = score(world, run, "--king", "--repo", declared)
+    assert code == 0
+    king = report["king"]
+    assert king["unseen_rows"] == dict.fromkeys(BENCHES, 20) and king["king_bias"] == 0
+    rules = world["rules"]
+    assert king["would_crown"] == (king["delta"] >= rules.win_margin
+                                   and king["z"] > rules.crown_z_final)
+    assert report["per_benchmark"]["math500"]["rows"] == len(held["math500"])  # its own: all
+    out = capsys.readouterr().out
+    assert "compared on rows neither head trained on (math500 20, mmlu 20)" in out
+    assert "leans toward the king" not in out
+    # a run that did not hold them all out is compared where the two held-out sets meet
+    code, report = score(world, world["tmp"] / "exp" / "held", "--king", "--repo", declared)
+    ids = json.loads((world["tmp"] / "exp" / "held" / "holdout.json").read_text())["ids"]
+    assert code == 0 and report["king"]["unseen_rows"] == {
+        b: len(kings[b] & set(ids[b])) for b in BENCHES}
+    # a king that names none: --holdout-king says so, and score prints the lean instead
+    assert main([*world["train"], "--run-name", "nothing", "--holdout-king",
+                 "--repo", str(world["repo"])]) == 2
+    assert "declares no held-out rows in its receipt" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("argv", "code", "message"), [
@@ -224,6 +266,9 @@ def test_training_can_start_from_the_king(world, capsys):
                  "--miner-name", "alice", "--repo", str(world["repo"])]) == 0
     receipt = json.loads((world["repo"] / "submissions/alice/1/receipt.json").read_text())
     assert receipt["init_weights_sha256"] == summary["init_weights_sha256"]
+    # the receipt names the rows the head never trained on, as the run kept them out
+    held = json.loads((world["tmp"] / "exp" / "warm" / "holdout.json").read_text())["ids"]
+    assert receipt["held_out"] == {b: sorted(ids) for b, ids in held.items()}
 
 
 def test_pack_puts_the_score_in_the_readme_while_it_matches_the_weights(world):

@@ -67,6 +67,19 @@ def rows_for(args: argparse.Namespace, head: Any, rules: Any) -> tuple[dict, dic
     return by_benchmark(rows, rules), None, str(args.data)
 
 
+def neither_trained_on(held: dict, king: Any, rules: Any) -> tuple[dict | None, dict | None]:
+    """(the held-out rows the king's receipt also declares held out, on every benchmark, or
+    None; the king's declared ids or None)."""
+    from evaluator.heads import held_out_of
+
+    kings = held_out_of(king, rules)
+    if kings is None:
+        return None, None
+    unseen = {b: [row for row in rows if row.item.id in set(kings.get(b) or ())]
+              for b, rows in held.items()}
+    return (unseen if all(unseen.values()) else None), kings
+
+
 def run(args: argparse.Namespace) -> int:
     from evaluator.coordinator.router import load_router
     from evaluator.heads import resolve_head
@@ -89,9 +102,12 @@ def run(args: argparse.Namespace) -> int:
 
         ledger_dir = head.run_dir or Path(data)
         run_live = pool_runner(args.pool_url, rules, ledger=Ledger(ledger_dir / LEDGER_FILE))
+    unseen, kings = neither_trained_on(held, king, rules) if king else (None, None)
     report = score_report(head, held, fitted, load_router(encoder, rules), rules, king,
-                          run_live, args.live)
+                          run_live, args.live, unseen)
+    report["king_declares_held_out"] = kings is not None
     report["data"] = data
+    report["run_dir"] = None if head.run_dir is None else str(head.run_dir)
     print("\n".join(lines(report, rules)))
     if head.run_dir is not None:
         write_json_out(head.run_dir / SCORE_FILE, report)
@@ -141,8 +157,23 @@ def lines(report: dict[str, Any], rules: Any) -> list[str]:
                 f"  picks the king's model on {king['agreement']:.1%} of these rows"
                 + (" — the behavioural check would reject it as a duplicate"
                    if king["behaviour_duplicate"] else "")]
-        out += bias_lines(king, rules)
+        out += (unseen_lines(king, report) if king["unseen_rows"] else
+                bias_lines(king, rules) + kings_rows_hint(report))
     return out
+
+
+def unseen_lines(king: dict[str, Any], report: dict[str, Any]) -> list[str]:
+    rows = ", ".join(f"{b} {n}" for b, n in king["unseen_rows"].items())
+    return [f"  compared on rows neither head trained on ({rows}): this run's held-out rows "
+            "that the king's receipt also declares held out, so the delta leans neither way"]
+
+
+def kings_rows_hint(report: dict[str, Any]) -> list[str]:
+    if not report.get("king_declares_held_out") or not report.get("run_dir"):
+        return []
+    return ["  the king's receipt names the rows it never trained on: train again with "
+            "--holdout-king (and --repo) to hold them out too, and this comparison is made on "
+            "rows neither head has seen"]
 
 
 def bias_lines(king: dict[str, Any], rules: Any) -> list[str]:

@@ -6,7 +6,8 @@ import argparse
 import shlex
 from pathlib import Path
 
-from evaluator.rules import OFFICIAL
+from evaluator.errors import UsageError
+from evaluator.rules import OFFICIAL, Competition
 
 TRAINING_OPTIONS = ("generations", "popsize", "sigma0", "minibatch", "scales_step", "shrink")
 
@@ -49,6 +50,10 @@ def add_train(p: argparse.ArgumentParser) -> None:
                    "folder, a submission folder, a weights file, or `king` (the king on main)")
     p.add_argument("--repo", type=Path, default=Path("."),
                    help="with --init king: the checkout of the competition's main branch")
+    p.add_argument("--holdout-king", action="store_true",
+                   help="also hold out the rows the king's receipt says it never trained on "
+                        "(with --repo), so that `score --king` compares the two heads on rows "
+                        "neither has seen")
     p.add_argument("--seed", type=int, default=0, help="the run's seed")
     p.add_argument("--live", action="store_true",
                    help="add multi-turn fitness through the pool (ledgered, costs money)")
@@ -66,6 +71,20 @@ def add_train(p: argparse.ArgumentParser) -> None:
 
 
 PARSERS = {"train": add_train}
+
+
+def kings_held_out(repo: Path, rules: Competition) -> dict[str, list[str]]:
+    """The ids the king's receipt declares held out; a UsageError when it declares none."""
+    from evaluator.heads import held_out_of, resolve_head
+
+    king = resolve_head("king", repo, rules)
+    ids = held_out_of(king, rules)
+    if not ids:
+        raise UsageError(f"the king ({king.label}) declares no held-out rows in its receipt "
+                         "(it was packed before receipts carried them, or trained with "
+                         "--holdout 0): train without --holdout-king, and read `score --king` "
+                         "with the bias it prints")
+    return ids
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,9 +115,12 @@ def run(args: argparse.Namespace) -> int:
 
         torch.set_num_threads(args.threads)
     data = load_training_set(args.data, config.benchmarks, rules)
+    kings = kings_held_out(args.repo, rules) if args.holdout_king else None
+    if kings is not None and config.holdout == 0:
+        raise UsageError("--holdout-king adds to the held-out share; --holdout 0 keeps none")
     heldout = None
     if config.holdout > 0:
-        data, heldout = split_holdout(data, config.holdout, config.seed, rules)
+        data, heldout = split_holdout(data, config.holdout, config.seed, rules, kings)
     run_dir = args.experiments / args.run_name
     from evaluator.coordinator.router import load_router
 

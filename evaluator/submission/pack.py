@@ -21,7 +21,7 @@ from evaluator.submission.folder import write_submission
 from evaluator.submission.weights import read_weights, sha256_file
 from evaluator.templating import render
 from evaluator.train.data import LEDGER_FILE
-from evaluator.train.run import BEST_FILE, read_run
+from evaluator.train.run import BEST_FILE, HOLDOUT_FILE, read_holdout, read_run
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,8 @@ def render_readme(login: str, generation: int, summary: dict[str, Any],
 
 
 def receipt_fields(summary: dict[str, Any], history: list[dict], cost_usd: float,
-                   ledger_head: str, created_at: str) -> dict[str, Any]:
+                   ledger_head: str, created_at: str,
+                   held_out: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """The receipt minus what write_submission fills in from the files themselves."""
     opt = summary["optimizer"]
     return {"benchmarks": summary["benchmarks"],
@@ -65,7 +66,19 @@ def receipt_fields(summary: dict[str, Any], history: list[dict], cost_usd: float
                                 for h in history],
             "total_cost_usd": round(cost_usd, 6), "ledger_head": ledger_head,
             "init_weights_sha256": summary.get("init_weights_sha256"),
+            "held_out": held_out,
             "tinyrouter_version": __version__, "created_at": created_at}
+
+
+def held_out_ids(run_dir: Path) -> dict[str, list[str]] | None:
+    """The ids the run kept out of training, for the receipt; None when it kept none."""
+    if not (run_dir / HOLDOUT_FILE).is_file():
+        return None
+    try:
+        ids = read_holdout(run_dir)
+    except TrainingError:  # a run that kept none, or a spoilt file: the receipt says nothing
+        return None
+    return {bench: sorted(found) for bench, found in ids.items() if found} or None
 
 
 def current_score(run_dir: Path) -> dict[str, Any] | None:
@@ -106,7 +119,13 @@ def pack(run_dir: str | Path, login: str, repo_dir: str | Path, rules: Competiti
     repo = Path(repo_dir)
     generation, draft = target_generation(repo, login)
     created_at = created_at or format_time(utc_now())
-    fields = receipt_fields(summary, history, ledger.total_cost_usd, ledger.head, created_at)
+    fields = receipt_fields(summary, history, ledger.total_cost_usd, ledger.head, created_at,
+                            held_out_ids(run_dir))
+    if len(dumps(fields)) + RECEIPT_MARGIN > rules.max_receipt_bytes and fields["held_out"]:
+        log.warning("the run's held-out ids would take the receipt over its %d-byte cap, so "
+                    "it leaves them out: challengers' `score --king` will compare with this "
+                    "head on rows it may have trained on", rules.max_receipt_bytes)
+        fields["held_out"] = None
     size = len(dumps(fields)) + RECEIPT_MARGIN
     if size > rules.max_receipt_bytes:
         raise TrainingError(f"{len(history)} generations make a receipt of about {size} bytes, "

@@ -47,6 +47,12 @@ def _is_str_list(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
+def _is_held_out(v: Any) -> bool:
+    return isinstance(v, dict) and all(
+        _is_str_list(ids) and len(ids) == len(set(ids))
+        and all(0 < len(i) <= MAX_ID_CHARS for i in ids) for ids in v.values())
+
+
 Check = Callable[[Any], bool]
 OPTIMIZER_FIELDS: dict[str, tuple[Check, str]] = {
     "name": (lambda v: isinstance(v, str) and 0 < len(v) <= 64, "a short string"),
@@ -77,11 +83,16 @@ RECEIPT_FIELDS: dict[str, tuple[Check, str]] = {
     # the weights of the head training started from (`train --init`), null for W = 0
     "init_weights_sha256": (lambda v: v is None or is_sha256(v),
                             "null or a SHA-256 hex digest"),
+    # the public train ids the head never trained on (its run's held-out rows), per benchmark,
+    # or null: what lets a challenger's `score --king` compare on rows neither head has seen
+    "held_out": (lambda v: v is None or _is_held_out(v),
+                 "null or an object of benchmark names to lists of distinct item ids"),
     "tinyrouter_version": (lambda v: isinstance(v, str) and 0 < len(v) <= 32, "a version string"),
     "created_at": (is_utc_time, "a UTC time like 2026-11-28T10:00:00Z"),
 }
 # Fields that came after their format was published: a receipt without them reads them as null.
-LATER_FIELDS = ("init_weights_sha256",)
+LATER_FIELDS = ("init_weights_sha256", "held_out")
+MAX_ID_CHARS = 200  # an item id in `held_out`
 
 
 def _check_object(obj: dict[str, Any], fields: dict[str, tuple[Check, str]], where: str) -> None:
@@ -105,7 +116,8 @@ def parse_receipt(raw: bytes | str, rules: Competition) -> Receipt:
         raise SubmissionError(f"{RECEIPT_FILE} must be a JSON object")
     data = {name: None for name in LATER_FIELDS} | data
     _check_object(data, RECEIPT_FIELDS, RECEIPT_FILE)
-    unknown = sorted(set(data["benchmarks"]) - set(rules.benchmarks))
+    unknown = sorted((set(data["benchmarks"]) | set(data["held_out"] or ()))
+                     - set(rules.benchmarks))
     if unknown:
         raise SubmissionError(f"{RECEIPT_FILE}: unknown benchmark(s) {', '.join(unknown)}")
     _check_object(data["optimizer"], OPTIMIZER_FIELDS, f"{RECEIPT_FILE} optimizer")

@@ -134,10 +134,13 @@ def load_training_set(data_dir: str | Path, benchmarks: Sequence[str],
     return TrainingSet.of(rows, rules, benchmarks)
 
 
-def split_holdout(data: TrainingSet, share: float, seed: int,
-                  rules: Competition) -> tuple[TrainingSet, dict[str, list[str]]]:
+def split_holdout(data: TrainingSet, share: float, seed: int, rules: Competition,
+                  also: dict[str, list[str]] | None = None
+                  ) -> tuple[TrainingSet, dict[str, list[str]]]:
     """(the rows to train on, the held-out item ids per benchmark): a seeded `share` of each
-    benchmark's rows is kept out, leaving at least one row to train on."""
+    benchmark's rows is kept out, and the rows whose ids `also` names (the king's held-out
+    rows, so `score --king` can compare on rows neither head saw), leaving at least one row
+    to train on."""
     rng = np.random.default_rng([seed, HOLDOUT_STREAM])
     held: dict[str, list[str]] = {}
     keep: list[AnsweredItem] = []
@@ -145,6 +148,9 @@ def split_holdout(data: TrainingSet, share: float, seed: int,
         rows = np.flatnonzero(data.benchmark_of == b)
         n = min(round(share * len(rows)), len(rows) - 1)
         chosen = set(rng.choice(rows, size=n, replace=False).tolist()) if n > 0 else set()
+        named = set((also or {}).get(name) or ())
+        extra = [i for i in rows.tolist() if data.rows[i].item.id in named and i not in chosen]
+        chosen |= set(extra[:max(0, len(rows) - 1 - len(chosen))])
         held[name] = sorted(data.rows[i].item.id for i in chosen)
         keep += [data.rows[i] for i in rows if i not in chosen]
     return TrainingSet.of(keep, rules, data.benchmarks), held

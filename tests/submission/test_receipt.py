@@ -59,6 +59,12 @@ RECEIPT_DEFECTS = [
     ("fitness entry not object", variant(fitness_history=[1]), r"fitness_history\[0\]"),
     ("fitness entry missing best", variant(fitness_history=[{"generation": 0, "mean": 1, "max": 1}]),
      "missing 'best'"),
+    ("held-out ids not an object", variant(held_out=["mmlu-1"]), "held_out"),
+    ("held-out ids repeated", variant(held_out={"mmlu": ["a", "a"]}), "held_out"),
+    ("held-out id empty", variant(held_out={"mmlu": [""]}), "held_out"),
+    ("held-out id too long", variant(held_out={"mmlu": ["x" * 201]}), "held_out"),
+    ("held-out ids of an unknown benchmark", variant(held_out={"gsm8k": ["a"]}),
+     "unknown benchmark"),
 ]
 
 
@@ -73,6 +79,9 @@ def test_a_field_added_after_its_format_reads_as_null_when_missing():
     """A receipt from the `pack` before `init_weights_sha256` existed (same format) passes."""
     assert parse_receipt(variant(init_weights_sha256=...), rules=OFFICIAL).init_weights_sha256 \
         is None
+    assert parse_receipt(variant(), rules=OFFICIAL).held_out is None
+    named = {"mmlu": ["mmlu-1", "mmlu-7"]}
+    assert parse_receipt(variant(held_out=named), rules=OFFICIAL).held_out == named
     with pytest.raises(SubmissionError, match="missing 'weights_sha256'"):
         parse_receipt(variant(weights_sha256=...), rules=OFFICIAL)
 
