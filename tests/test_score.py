@@ -198,6 +198,30 @@ def test_against_a_king_that_names_its_held_out_rows_the_comparison_is_on_unseen
     assert "declares no held-out rows in its receipt" in capsys.readouterr().err
 
 
+def test_each_next_step_train_and_pack_print_runs_as_printed(world, capsys, monkeypatch):
+    """A miner in a checkout of main copies what `train` prints next, then what `pack` prints:
+    each command runs as printed (the login filled in) and the packed head passes preflight."""
+    import shlex
+
+    declared = world["declared"]
+    monkeypatch.chdir(declared)
+    capsys.readouterr()
+    assert main([*world["train"], "--run-name", "hinted", "--holdout-king"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(out) if line.startswith("next: "))
+    hints = [out[at].removeprefix("next: "), out[at + 1].strip()]
+    assert "--king" in hints[0] and "<your GitHub login>" in hints[1]
+    for hint in hints:
+        argv = shlex.split(hint.replace("<your GitHub login>", "dora"))
+        assert argv[0] == "tinyrouter" and main(argv[1:]) == 0, hint
+    printed = capsys.readouterr().out
+    assert "compared on rows neither head trained on" in printed
+    preflight = next(line for line in printed.splitlines() if line.startswith("next: "))
+    argv = shlex.split(preflight.removeprefix("next: "))
+    assert "preflight" in argv and main(argv[1:]) == 0
+    assert "all gates passed" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(("argv", "code", "message"), [
     (["{exp}/all"], 1, "kept no held-out rows"),
     (["{repo}/submissions/bob/1"], 2, "name the rows to score it on with --data"),

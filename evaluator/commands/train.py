@@ -173,10 +173,11 @@ def run(args: argparse.Namespace) -> int:
     from evaluator.cli import invocation
 
     quote = shlex.quote
+    repo = "" if args.repo == Path(".") else f" --repo {quote(str(args.repo))}"
     print(f"next: {invocation(args)} score {quote(str(run_dir))} --data {quote(str(args.data))}"
-          + (f" --king --repo {quote(str(args.repo))}" if start is not None else ""))
+          + (f" --king{repo}" if start is not None or args.holdout_king else ""))
     print(f"      {invocation(args)} pack --run-dir {quote(str(run_dir))} "
-          "--miner-name <your GitHub login>")
+          f"--miner-name <your GitHub login>{repo}")
     return 0
 
 

@@ -1,5 +1,7 @@
 """The embedded default, end to end: `tinyrouter demo --fast` in a temporary folder."""
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -33,8 +35,44 @@ def practise_commands() -> list[str]:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("demo") / "demo"  # the guide's `--workdir demo`
-    assert main(["demo", "--workdir", str(workdir), "--fast"]) == 0
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["demo", "--workdir", str(workdir), "--fast"]) == 0
+    (workdir.parent / "printed.txt").write_text(printed.getvalue(), encoding="utf-8")
     return workdir
+
+
+def test_each_hint_the_demo_prints_works_as_printed(demo):
+    """The footer's "serve it" command serves the board at the address it names, and the
+    practise script it names is the one the Submitting guide sources."""
+    import shlex
+    import time
+    import urllib.request
+
+    printed = (demo.parent / "printed.txt").read_text(encoding="utf-8").splitlines()
+    serve = next(line.split("serve it: ", 1)[1] for line in printed if "serve it: " in line)
+    address = next(line.split("then open ", 1)[1] for line in printed if "then open " in line)
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    server = subprocess.Popen(shlex.split(serve), env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+    try:
+        page = None
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(address, timeout=2) as response:
+                    page = response.read().decode("utf-8")
+                break
+            except OSError:
+                assert server.poll() is None, server.stderr.read().decode()
+                time.sleep(0.1)
+        assert page is not None and "TinyRouter" in page
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    script = next(line.split(": . ", 1)[1] for line in printed
+                  if line.startswith("Practise the miner's path here"))
+    assert Path(script) == demo / "practise.sh" and Path(script).is_file()
+    assert practise_commands()[1] == ". demo/practise.sh"  # the same file, from demo's parent
 
 
 def read(path):
