@@ -8,12 +8,18 @@ the maintaining guide is `STATES`, and a test keeps the two the same.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from evaluator.records import DECISIVE, STALE, VOID, WITHDRAWN
+from evaluator.records import DECISIVE, STALE, VOID, WITHDRAWN, Result, refunded_heads
 
 GATED, WAITING, EVALUATING = "gated", "waiting", "evaluating"
+DECLINED, EXPIRED, FAILED = "declined", "expired", "failed"
+UNFINISHED = (DECLINED, EXPIRED, FAILED)  # queue events: an evaluation that left no result
+MARKED_BY = ("the evaluation workflow's failure path, or a maintainer with `tinyrouter "
+             "leaderboard mark`")
+REFUND = "refunded; this head is not evaluated again, a new push is a new attempt"
 
 
 @dataclass(frozen=True)
@@ -30,9 +36,9 @@ STATES = (
           "spent", (WAITING,)),
     State(WAITING, "its evaluation waits for a maintainer's approval",
           "the gates job, starting the evaluation", "spent",
-          ("evaluating",)),
+          (EVALUATING, DECLINED, EXPIRED)),
     State(EVALUATING, "a maintainer approved it; the GPU job runs", "a maintainer, approving",
-          "spent", ("king", "lost", "rejected", VOID, WITHDRAWN, STALE)),
+          "spent", ("king", "lost", "rejected", VOID, WITHDRAWN, STALE, FAILED)),
     State("king", "it beat the king by the margin: crowned and merged", "the record job",
           "spent", ()),
     State("lost", "it did not beat the king; the pull request is closed", "the record job",
@@ -40,23 +46,56 @@ STATES = (
     State("rejected", "a gate re-checked at evaluation failed; no score", "the record job",
           "spent", ()),
     State(VOID, "the infrastructure failed (the pool, GitHub refusing the merge); no score",
-          "the record job",
-          "refunded; this head is not evaluated again, a new push is a new attempt", ()),
+          "the record job", REFUND, ()),
+    State(DECLINED, "a maintainer declined to evaluate it (rejected the deployment, or "
+          "cancelled the run before approving it); no score", MARKED_BY, REFUND, ()),
+    State(EXPIRED, "nobody approved its evaluation before GitHub failed the waiting job (30 "
+          "days); no score", MARKED_BY, REFUND, ()),
+    State(FAILED, "the approved GPU job crashed, timed out or was cancelled before a result; "
+          "no score", MARKED_BY, REFUND, ()),
     State(WITHDRAWN, "its author pushed, closed the pull request or changed its base after "
           "the approval; nothing about its score is published", "the record job", "spent", ()),
     State(STALE, "the king changed while it ran", "the record job, which starts it again",
           "spent once; the re-run is free", (WAITING,)),
 )
 BY_NAME = {state.name: state for state in STATES}
-REFUNDED = (VOID,)  # only the infrastructure's failures give a slot back
-# Outcomes after which this head is never evaluated again (stale runs again; a void is refunded
-# instead of run again, so never both).
-ENDS_HEAD = (*DECISIVE, VOID, WITHDRAWN)
+# Only what the infrastructure or the maintainers did gives a slot back, never the author.
+REFUNDED = (VOID, *UNFINISHED)
+# Outcomes after which this head is never evaluated again (stale runs again; a refunded head
+# is never also run again).
+ENDS_HEAD = (*DECISIVE, VOID, WITHDRAWN, *UNFINISHED)
 
 
 def ends_head(outcome: str) -> bool:
     """Whether a head with this recorded outcome may not be evaluated again."""
     return outcome in ENDS_HEAD
+
+
+def refunded(results: Iterable[Result], events: Iterable[dict[str, Any]]) -> frozenset[str]:
+    """Heads whose slot is given back: a void result or an unfinished evaluation (a queue
+    event), and no decisive result of that head, whatever the clocks say. The one count the
+    rate-limit gate and the queue page share."""
+    results = list(results)
+    decided = {r.head_sha for r in results if r.outcome in DECISIVE}
+    unfinished = {e.get("head_sha") for e in events if e.get("event") in UNFINISHED}
+    return refunded_heads(results) | frozenset(
+        h for h in unfinished - decided if isinstance(h, str))
+
+
+def head_end(results: Iterable[Result], events: Iterable[dict[str, Any]], pr: int | None,
+             head_sha: str | None) -> tuple[str, str | None] | None:
+    """(state, reason) after which this PR's head is never evaluated again, if it reached one:
+    a decisive, void or withdrawn result first (a result wins over an event), else an
+    evaluation that ended without one."""
+    if pr is None:
+        return None
+    mine = [r for r in results if ends_head(r.outcome) and (r.pr, r.head_sha) == (pr, head_sha)]
+    decisive = [r for r in mine if r.outcome in DECISIVE]
+    if decisive or mine:
+        found = (decisive or mine)[0]
+        return found.outcome, found.reason
+    return next(((e["event"], e.get("reason")) for e in events if e.get("event") in UNFINISHED
+                 and (e.get("pr"), e.get("head_sha")) == (pr, head_sha)), None)
 
 
 def withdrawal(pull: Any, sha: str, branch: str) -> str | None:
@@ -73,3 +112,30 @@ def withdrawal(pull: Any, sha: str, branch: str) -> str | None:
         return (f"its base was changed from {branch} to {pull.base_ref} after its evaluation "
                 "was approved")
     return None
+
+
+MAX_REASON = 300  # characters of an unfinished evaluation's reason (queue.schema.json's too)
+
+
+def one_line(text: str) -> str:
+    """A reason as the queue shows it: one line of at most MAX_REASON characters."""
+    line = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return line if len(line) <= MAX_REASON else line[:MAX_REASON - 1] + "…"
+
+
+def unfinished(reviews: list[tuple[str, str]], evaluated: str) -> tuple[str, str]:
+    """(state, reason) of an evaluation whose GPU job ended without a result, from the run's
+    deployment reviews ((state, comment) as GitHub lists them) and how the GPU job ended
+    (GitHub's `needs.evaluate.result`: failure or cancelled)."""
+    rejected = [comment for state, comment in reviews if state == "rejected"]
+    if rejected:
+        said = one_line(rejected[0])
+        return DECLINED, one_line("a maintainer declined to evaluate this head"
+                                  + (f": {said}" if said else ""))
+    ended = "was cancelled" if evaluated == "cancelled" else "failed"
+    if any(state == "approved" for state, _ in reviews):
+        return FAILED, f"the evaluation job was approved, then {ended} before a result"
+    if evaluated == "cancelled":
+        return DECLINED, "the run was cancelled before anyone approved its evaluation"
+    return EXPIRED, ("nobody approved its evaluation and GitHub failed the waiting job (after "
+                     "30 days unapproved, or a protection rule refused it)")

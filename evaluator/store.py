@@ -7,7 +7,8 @@ Layout, relative to the repository root:
     leaderboard/king.json, history.json          the reigning head and every crowning
     leaderboard/fairness.json                    the fairness figures (`tinyrouter fairness`)
     leaderboard/attempts.jsonl                   every attempt that passed the rate-limit gate
-    leaderboard/queue.jsonl                      queue events (an approved evaluation starting)
+    leaderboard/queue.jsonl                      queue events (an approved evaluation starting,
+                                                 one that ended without a result)
     leaderboard/results/<miner>/<generation>.json  the decisive public result of a submission
     leaderboard/results/<miner>/<generation>.<void|stale|withdrawn>.<time>.json  an evaluation
                                                  that decided nothing for the generation
@@ -54,7 +55,6 @@ from evaluator.records import (
     Crowning,
     King,
     Result,
-    refunded_heads,
 )
 from evaluator.rules import FORMAT_VERSION, is_generation, is_name
 
@@ -316,10 +316,14 @@ class Store:
         return [folder / name for name in sorted(names) if name.lower() == miner.lower()]
 
     def refunded_heads(self, miner: str | None = None) -> frozenset[str]:
-        """Heads with a void evaluation and no decisive one (see records.refunded_heads); of
-        one miner's submissions when `miner` is given (what the gates need). Only the
-        submissions with a void evaluation are read (their files are named so), not the
-        season's every result."""
+        """Heads whose slot is given back (see lifecycle.refunded): a void result or an
+        evaluation that ended without one (a queue event), and no decisive result; of one
+        miner's submissions when `miner` is given (what the gates need). Only the submissions
+        with a void or unfinished evaluation are read, not the season's every result."""
+        from evaluator.lifecycle import UNFINISHED, refunded
+
+        events = [e for e in self.queue_events() if e.get("event") in UNFINISHED
+                  and (miner is None or str(e.get("miner")).lower() == miner.lower())]
         folders = (self._miner_folders(miner) if miner is not None
                    else sorted((self.root / RESULTS_DIR).glob("*")))
         paths = set()
@@ -327,15 +331,20 @@ class Store:
             for void in folder.glob(f"*.{VOID}.*.json"):
                 generation = void.name.split(".")[0]
                 paths.update(folder.glob(f"{generation}.*json"))
-        return refunded_heads(self.result(path) for path in sorted(paths))
+        for event in events:  # an unfinished head's decisive result, if one came after all
+            generation = str(event.get("generation"))
+            if is_generation(generation):
+                for folder in self._miner_folders(str(event.get("miner"))):
+                    paths.update(folder.glob(f"{generation}.*json"))
+        return refunded((self.result(path) for path in sorted(paths)), events)
 
-    def ended(self, pr: int | None, head_sha: str | None) -> Result | None:
-        """The result after which this PR's head is never evaluated again, if any: a decisive,
-        void (refunded instead) or withdrawn one (see lifecycle.ENDS_HEAD)."""
-        from evaluator.lifecycle import ends_head
+    def ended(self, pr: int | None, head_sha: str | None) -> tuple[str, str | None] | None:
+        """(state, reason) after which this PR's head is never evaluated again, if any: a
+        decisive, void or withdrawn result, or an evaluation that ended without one (see
+        lifecycle.ENDS_HEAD)."""
+        from evaluator.lifecycle import head_end
 
-        return next((r for r in self.results() if ends_head(r.outcome) and pr is not None
-                     and (r.pr, r.head_sha) == (pr, head_sha)), None)
+        return head_end(self.results(), self.queue_events(), pr, head_sha)
 
     def decided_generation(self, miner: str, generation: int) -> Result | None:
         """The decisive result of this miner's generation, whichever head it came from (only

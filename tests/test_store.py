@@ -84,7 +84,12 @@ def test_queue_events_of_a_kind_this_code_does_not_know_are_kept(repo):
 
 
 @pytest.mark.parametrize("bad", [{**EVENT, "head_sha": "HEAD"}, {**EVENT, "event": "a b"},
-                                 {k: v for k, v in EVENT.items() if k != "pr"}])
+                                 {k: v for k, v in EVENT.items() if k != "pr"},
+                                 # an evaluation that ended without a result says why
+                                 {**EVENT, "event": "failed"},
+                                 {**EVENT, "event": "declined", "reason": ""},
+                                 {**EVENT, "event": "expired", "reason": "two\nlines"},
+                                 {**EVENT, "event": "failed", "reason": "x" * 301}])
 def test_a_malformed_queue_event_is_refused(repo, bad):
     with pytest.raises(LeaderboardError, match="queue"):
         Store(repo).record_queue_event(bad)
@@ -187,3 +192,16 @@ def test_a_decided_generation_is_found_whatever_the_folders_letter_case(repo):
     assert store.decided_generation("alice", 1).outcome == "rejected"
     assert store.decided_generation("alice", 2) is None
     assert store.decided_generation("bob", 1) is None
+
+
+@pytest.mark.parametrize("kind", ["declined", "expired", "failed"])
+def test_an_evaluation_that_ended_without_a_result_refunds_and_ends_its_head(repo, kind):
+    store = Store(repo)
+    store.record_queue_event({**EVENT, "event": kind, "reason": "why"})
+    assert store.refunded_heads() == {"b" * 40} == store.refunded_heads("ALICE")  # as the gates
+    assert store.refunded_heads("bob") == frozenset()
+    assert store.ended(7, "b" * 40) == (kind, "why")  # never evaluated again
+    assert store.ended(7, "c" * 40) is None
+    store.write_result(result("rejected", "2026-11-28T12:00:00Z"))  # decisive after all: wins
+    assert store.refunded_heads() == frozenset()
+    assert store.ended(7, "b" * 40) == ("rejected", "rejected: why")

@@ -48,7 +48,7 @@ from evaluator.leaderboard import (
     require_king_folder,
     unscored,
 )
-from evaluator.lifecycle import withdrawal
+from evaluator.lifecycle import REFUNDED, withdrawal
 from evaluator.records import KING, STALE, VOID, WITHDRAWN, King
 from evaluator.rules import NAME_RE, is_commit_sha, is_name, is_pr_number
 from evaluator.store import (
@@ -256,11 +256,12 @@ def run_pr_info(args: argparse.Namespace) -> int:
         store.require_gates_pass(number, head)
     ended = store.ended(number, head) if args.require_undecided else None
     if ended is not None:
-        why = {VOID: "its slot was refunded instead: push a new commit to be evaluated again",
-               WITHDRAWN: "it changed after its evaluation was approved"}.get(
-            ended.outcome, "one decisive evaluation per head")
-        raise GitHubError(f"PR #{number} at {head[:12]} already has a {ended.outcome} result "
-                          f"and is not evaluated again ({why})")
+        state = ended[0]
+        why = ("its slot was refunded instead: push a new commit to be evaluated again"
+               if state in REFUNDED else "it changed after its evaluation was approved"
+               if state == WITHDRAWN else "one decisive evaluation per head")
+        raise GitHubError(f"PR #{number} at {head[:12]} is already {state} and is not "
+                          f"evaluated again ({why})")
     paths = [f.path for f in github.changed_files(number) if f.status == "added"]
     set_outputs({"pr": str(number), "author": pull.author, "head_sha": head,
                  "submission": submission_folder(paths, pull.author)})

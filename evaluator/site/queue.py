@@ -3,7 +3,8 @@
 Built from the attempts log and the results (plus the store's queue events, where it keeps
 them): an attempt is open while it waits for approval, is being evaluated, or was stale and
 is to run again; it is settled once a gate failed, a newer head replaced it on its pull
-request, or a result ended it: decisive, void (refunded, not run again) or withdrawn.
+request, a result ended it (decisive, void, withdrawn) or its evaluation ended without one
+(declined, expired, failed: refunded, as a void). The states are `evaluator.lifecycle`'s.
 """
 
 from __future__ import annotations
@@ -13,16 +14,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from evaluator.files import format_time, try_parse_time
-from evaluator.records import STALE, VOID, WITHDRAWN, Attempt, Result, refunded_heads
+from evaluator.lifecycle import UNFINISHED, refunded
+from evaluator.records import STALE, VOID, WITHDRAWN, Attempt, Result
 from evaluator.rules import Competition
 from evaluator.site.markup import miner_id
 from evaluator.site.state import LeaderboardState
 
 EVALUATING_EVENT = "evaluating"
 # status → is the attempt still open
-# (the states of evaluator.lifecycle as the queue shows them: a void head is refunded, never
-# evaluated again; a withdrawn one is spent)
+# (the states of evaluator.lifecycle as the queue shows them: a void, declined, expired or
+# failed head is refunded, never evaluated again; a withdrawn one is spent)
 STATUSES = {"waiting": True, "evaluating": True, "stale": True, VOID: False, WITHDRAWN: False,
+            **dict.fromkeys(UNFINISHED, False),
             "gate_failed": False, "superseded": False, "recorded": False}
 SETTLED_ROWS = 30  # the queue page shows this many settled attempts; the rest are on miner pages
 
@@ -35,6 +38,7 @@ class QueueEntry:
     status: str
     since: str | None
     result: Result | None = None
+    reason: str | None = None  # why its evaluation ended without a result
 
     @property
     def open(self) -> bool:
@@ -87,6 +91,8 @@ class _Event:
         self.pr = data.get("pr")
         self.head_sha = data.get("head_sha")
         self.at = str(data.get("at"))
+        self.event = str(data.get("event"))
+        self.reason = data.get("reason") if isinstance(data.get("reason"), str) else None
 
 
 def _entry(attempt: Attempt, results: list[Result], events: list[_Event],
@@ -100,10 +106,12 @@ def _entry(attempt: Attempt, results: list[Result], events: list[_Event],
         return QueueEntry(attempt, "recorded", latest.evaluated_at, latest)
     if latest is not None and latest.outcome in (VOID, WITHDRAWN):  # this head ends here
         return QueueEntry(attempt, latest.outcome, latest.evaluated_at, latest)
-    started = [e for e in events if _same_head(attempt, e)
-               and _time(e.at) > (_time(latest.evaluated_at) if latest else float("-inf"))]
-    if started:
-        return QueueEntry(attempt, "evaluating", max(started, key=lambda e: _time(e.at)).at, latest)
+    since = [e for e in events if _same_head(attempt, e)
+             and _time(e.at) > (_time(latest.evaluated_at) if latest else float("-inf"))]
+    if since:
+        last = max(since, key=lambda e: _time(e.at))
+        status = last.event if last.event in UNFINISHED else "evaluating"
+        return QueueEntry(attempt, status, last.at, latest, last.reason)
     if newer is not None:
         return QueueEntry(attempt, "superseded", newer.at, latest)
     if latest is not None:
@@ -126,7 +134,8 @@ def next_slots(attempts: list[Attempt], refunded: frozenset[str], rules: Competi
 
 
 def build_queue(state: LeaderboardState, rules: Competition, now: datetime) -> Queue:
-    events = [_Event(e) for e in state.queue or [] if e.get("event") == EVALUATING_EVENT]
+    events = [_Event(e) for e in state.queue or []
+              if e.get("event") in (EVALUATING_EVENT, *UNFINISHED)]
     # records indexed by the head they are of, so a season's queue is one pass, not N²
     results, by_event, by_pr = _by_head(state.results), _by_head(events), {}
     for index, attempt in enumerate(state.attempts):
@@ -141,7 +150,7 @@ def build_queue(state: LeaderboardState, rules: Competition, now: datetime) -> Q
     open_ = sorted((e for e in entries if e.open), key=lambda e: _time(e.attempt.at))
     settled = sorted((e for e in entries if not e.open), key=lambda e: _time(e.since),
                      reverse=True)
-    slots = next_slots(state.attempts, refunded_heads(state.results), rules, now)
+    slots = next_slots(state.attempts, refunded(state.results, state.queue or []), rules, now)
     return Queue(open=open_, settled=settled[:SETTLED_ROWS], settled_total=len(settled),
                  next_slots=[(m, format_time(t)) for m, t in sorted(slots.items(),
                                                                    key=lambda p: p[1])],

@@ -10,9 +10,10 @@ from types import SimpleNamespace
 import pytest
 from conftest import article_of
 
+from evaluator import lifecycle
 from evaluator.files import format_time
 from evaluator.gates import GateContext, check_rate_limit
-from evaluator.records import Attempt, Result, refunded_heads
+from evaluator.records import Attempt, Result
 from evaluator.rules import OFFICIAL
 from evaluator.site import build_site
 from evaluator.site.queue import build_queue, next_slots
@@ -37,9 +38,11 @@ def result(head: str, hours: float, outcome: str, pr: int = 1) -> Result:
                   outcome=outcome)
 
 
-def event(head: str, hours: float, pr: int = 1) -> dict:
-    return {"event": "evaluating", "miner": "amy", "generation": 1, "pr": pr,
-            "head_sha": head * 40, "at": at(hours)}
+def event(head: str, hours: float, pr: int = 1, kind: str = "evaluating",
+          miner: str = "amy") -> dict:
+    found = {"event": kind, "miner": miner, "generation": 1, "pr": pr, "head_sha": head * 40,
+             "at": at(hours)}
+    return found if kind == "evaluating" else {**found, "reason": f"why {kind}"}
 
 
 @pytest.mark.parametrize(("attempts", "results", "events", "statuses"), [
@@ -60,6 +63,16 @@ def event(head: str, hours: float, pr: int = 1) -> dict:
     ([attempt("a", 0)], [result("a", 2, "withdrawn")], [event("a", 1)], ["withdrawn"]),
     ([attempt("a", 0)], [result("a", 2, "void"), result("a", 5, "lost")], [], ["recorded"]),
     ([attempt("a", 0)], [result("a", 2, "stale")], [], ["stale"]),
+    # an evaluation that ended without a result: settled, whatever came before it
+    ([attempt("a", 0)], [], [event("a", 1, kind="declined")], ["declined"]),
+    ([attempt("a", 0)], [], [event("a", 1, kind="expired")], ["expired"]),
+    ([attempt("a", 0)], [], [event("a", 1), event("a", 2, kind="failed")], ["failed"]),
+    ([attempt("a", 0)], [result("a", 2, "stale")], [event("a", 3), event("a", 4, kind="failed")],
+     ["failed"]),
+    ([attempt("a", 0), attempt("b", 30)], [], [event("a", 1, kind="failed")],
+     ["failed", "waiting"]),
+    # … but a decisive result recorded after all wins over it, whatever the clocks say
+    ([attempt("a", 0)], [result("a", 2, "lost")], [event("a", 3, kind="failed")], ["recorded"]),
     # a result for another head of the same PR is not this head's
     ([attempt("a", 0)], [result("b", 2, "lost")], [], ["waiting"]),
     # a new head on the same pull request replaces an open one, not a recorded one
@@ -81,6 +94,16 @@ def test_a_void_or_withdrawn_head_is_settled_not_open():
     assert queue.open == [] and [e.status for e in queue.settled] == ["withdrawn", "void"]
 
 
+@pytest.mark.parametrize("kind", ["declined", "expired", "failed"])
+def test_an_evaluation_that_ended_without_a_result_is_settled_with_its_reason_and_refunded(kind):
+    attempts = [attempt("a", 0, pr=1), attempt("b", 1, pr=2)]  # the rate limit: one a day
+    queue = build_queue(LeaderboardState(attempts=attempts, queue=[event("a", 2, kind=kind)]),
+                        OFFICIAL, T0 + timedelta(hours=3))
+    assert [(e.status, e.reason) for e in queue.settled] == [(kind, f"why {kind}")]
+    assert [e.status for e in queue.open] == ["waiting"]
+    assert queue.next_slots == [("amy", at(25))]  # b's slot; a's was given back
+
+
 def test_open_entries_are_oldest_first_and_settled_ones_newest_first():
     attempts = [attempt("a", 0, pr=1), attempt("b", 1, pr=2), attempt("c", 2, pr=3),
                 attempt("d", 3, pr=4, failed=0)]
@@ -97,7 +120,9 @@ def test_slots_are_counted_as_the_rate_limit_gate_counts_them():
                 attempt("c", 21, pr=3, miner="bo"), attempt("d", 22, pr=4, miner="cy"),
                 attempt("e", 22, pr=5, miner="AMY")]
     results = [result("d", 23, "void", pr=4)]  # cy's evaluation was void: refunded
-    refunded = refunded_heads(results)
+    events = [event("c", 21.5, pr=3, kind="failed", miner="bo")]  # bo's failed: refunded too
+    refunded = lifecycle.refunded(results, events)
+    assert refunded == {"d" * 40, "c" * 40}
     for rules in (OFFICIAL, dataclasses.replace(OFFICIAL, rate_limit_count=2)):
         for hours in (20.5, 22.5, 23, 24.5, 43, 44.5, 46.5):
             now = T0 + timedelta(hours=hours)
@@ -157,3 +182,18 @@ def test_a_store_without_queue_events_says_waiting_for_evaluation(tmp_path, make
     page = article_of(site / "queue/index.html")
     assert "waiting for evaluation" in page.split("Next slots")[0]
     assert "being evaluated" not in page and "waiting for approval" not in page
+
+
+def test_a_failed_evaluation_shows_settled_with_its_reason_as_text(tmp_path, make_state,
+                                                                  monkeypatch):
+    board = make_state("busy")
+    judy = [a for a in Store(board.parent, board=board, lenient=True).attempts()
+            if a.miner == "judy"][-1]
+    monkeypatch.setattr(Store, "queue_events", lambda self: [
+        {"event": "failed", "miner": "judy", "generation": judy.generation, "pr": judy.pr,
+         "head_sha": judy.head_sha, "at": "2026-12-01T00:00:00Z",
+         "reason": "runner lost | <b>disk</b> full"}], raising=False)
+    page = article_of(build_site(tmp_path / "public", board, OFFICIAL) / "queue/index.html")
+    settled = page.split("Settled¶")[1].split("What the statuses mean")[0]
+    assert "failed: refunded runner lost | <b>disk</b> full" in settled  # text, one cell
+    assert "judy" not in page.split("Next slots¶")[0].split("Open¶")[1]
