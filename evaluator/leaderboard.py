@@ -15,6 +15,7 @@ from typing import Any
 
 from evaluator.errors import LeaderboardError
 from evaluator.files import parse_time
+from evaluator.lifecycle import UNFINISHED, one_line
 from evaluator.records import DATED, KING, LOST, STALE, UNSCORED, Crowning, King, Result
 from evaluator.rules import WEIGHTS_FILE, Competition
 from evaluator.scoring import TOLERANCE, crowns
@@ -94,6 +95,32 @@ def unscored(data: dict[str, Any], outcome: str, reason: str, rules: Competition
         raise ValueError(f"{outcome!r} is not an unscored outcome")
     record = Result.from_dict({**data, "outcome": outcome, "reason": reason})
     return record.public(rules.disclosure_precision)
+
+
+def mark_unfinished(store: Store, pr: int, head_sha: str, state: str, reason: str,
+                    at: str) -> dict[str, Any] | None:
+    """Record that the evaluation of this gated head ended without a result (declined,
+    expired, failed: lifecycle.UNFINISHED), with the reason the Queue page shows. The event, or
+    None when the head had already ended the same way (a re-run). A head that ended otherwise
+    (a result, another mark) is refused: a decisive result is never overwritten."""
+    if state not in UNFINISHED:
+        raise LeaderboardError(f"{state!r} is not one of {', '.join(UNFINISHED)}")
+    line = one_line(reason)
+    if not line:
+        raise LeaderboardError("the reason is empty: say why the evaluation ended (the Queue "
+                               "page shows it)")
+    ended = store.ended(pr, head_sha)
+    if ended is not None and ended[0] == state:
+        return None
+    if ended is not None:
+        raise LeaderboardError(f"PR {pr} at {head_sha[:12]} is already {ended[0]}"
+                               f"{f' ({ended[1]})' if ended[1] else ''}; it is not marked "
+                               f"{state} (a recorded end is never overwritten)")
+    attempt = store.require_gates_pass(pr, head_sha)
+    event = {"event": state, "miner": attempt.miner, "generation": attempt.generation,
+             "pr": pr, "head_sha": head_sha, "at": at, "reason": line}
+    store.record_queue_event(event)
+    return event
 
 
 def recorded(store: Store, result: Result) -> dict[str, Any] | None:

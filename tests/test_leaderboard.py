@@ -512,3 +512,66 @@ def test_validate_checks_named_results_alone_when_asked(repo, tmp_path, capsys):
     assert main(["leaderboard", "validate", "--results-only", str(tmp_path / "r.json"),
                  "--repo", str(repo)]) == 1
     assert main(["leaderboard", "validate", "--results-only", "--repo", str(repo)]) == 2
+
+
+# ---------------------------------------------------------------- marking a stuck entry
+
+STUCK = "c" * 40
+
+
+def mark(repo, *extra: str, head: str = STUCK, state: str = "failed",
+         reason: str = "the runner lost power") -> int:
+    from evaluator.cli import main
+
+    return main(["leaderboard", "mark", "--pr", "9", "--head-sha", head, "--state", state,
+                 "--reason", reason, "--repo", str(repo), *extra])
+
+
+def gated(repo, head: str = STUCK) -> None:
+    Store(repo).record_attempt(Attempt("carol", 1, 9, head, "2026-11-22T12:00:00Z",
+                                       gates_passed=True))
+
+
+def test_marking_a_stuck_entry_settles_it_with_its_reason_and_refunds_the_slot(repo, capsys):
+    gated(repo)
+    assert mark(repo, reason="the runner\nlost  power") == 0
+    [event] = Store(repo).queue_events()
+    assert (event["event"], event["miner"], event["generation"], event["reason"]) == \
+        ("failed", "carol", 1, "the runner lost power")  # one line, as the Queue page shows it
+    assert Store(repo).refunded_heads() == {STUCK}
+    assert "commit leaderboard/queue.jsonl" in capsys.readouterr().out
+    assert mark(repo) == 0 and len(Store(repo).queue_events()) == 1  # again: nothing changes
+
+
+@pytest.mark.parametrize(("setup", "argv", "code", "says"), [
+    # a head with a decisive result, or already marked otherwise, is never overwritten
+    ("decided", {}, 1, "is already rejected (rejected: its weights); it is not marked failed"),
+    ("declined", {}, 1, "is already declined (a maintainer said no); it is not marked failed"),
+    # a head the gates never passed is not in the queue
+    (None, {}, 1, "records no gates pass for PR 9"),
+    # bad input
+    ("gated", {"head": "c" * 12}, 2, "is not a full lowercase commit SHA"),
+    ("gated", {"reason": " \n "}, 1, "the reason is empty"),
+])
+def test_marking_refuses_what_it_must_not_settle(repo, capsys, setup, argv, code, says):
+    if setup:
+        gated(repo)
+    if setup == "decided":
+        Store(repo).write_result({"format": 1, "miner": "carol", "generation": 1, "pr": 9,
+                                  "head_sha": STUCK, "evaluated_at": "2026-11-23T12:00:00Z",
+                                  "outcome": "rejected", "reason": "rejected: its weights",
+                                  "composite": None, "delta": None, "benchmark_manifest": None,
+                                  "partition_commitment": None})
+    if setup == "declined":
+        assert mark(repo, state="declined", reason="a maintainer said no") == 0
+    before = Store(repo).queue_events()
+    assert mark(repo, **argv) == code
+    assert says in capsys.readouterr().err
+    assert Store(repo).queue_events() == before
+
+
+def test_marking_asks_for_a_state_it_knows(repo, capsys):
+    gated(repo)
+    with pytest.raises(SystemExit):
+        mark(repo, state="lost")
+    assert "invalid choice: 'lost'" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""`tinyrouter leaderboard validate|apply|seed-king|render`: the committed leaderboard state."""
+"""`tinyrouter leaderboard validate|apply|seed-king|mark|render`: the committed leaderboard state."""
 
 from __future__ import annotations
 
@@ -9,18 +9,22 @@ from pathlib import Path
 from evaluator.commands.output import write_text_out
 from evaluator.commands.reports import render_result
 from evaluator.errors import LeaderboardError, UsageError
+from evaluator.files import format_time, utc_now
 from evaluator.leaderboard import (
     apply_result,
     check_king_folder,
     check_private,
     check_result,
     decide,
+    mark_unfinished,
     require_king_folder,
     seed_king,
     validate_state,
 )
+from evaluator.lifecycle import UNFINISHED
 from evaluator.records import STALE
-from evaluator.store import Store
+from evaluator.rules import is_commit_sha
+from evaluator.store import LEADERBOARD_DIR, QUEUE_FILE, Store
 
 
 def add_leaderboard(board: argparse.ArgumentParser) -> None:
@@ -52,6 +56,16 @@ def add_leaderboard(board: argparse.ArgumentParser) -> None:
                       help="its RESULT.json from `tinyrouter evaluate` (no king reigning)")
     seed.add_argument("--repo", type=Path, default=Path("."), help="repository root")
     seed.set_defaults(func=run_seed)
+
+    mark = verbs.add_parser("mark", help="mark a stuck queue entry (maintainer): its evaluation "
+                                         "ended without a result, for this reason")
+    mark.add_argument("--pr", type=int, required=True, help="the pull request")
+    mark.add_argument("--head-sha", required=True, help="the gated head, in full")
+    mark.add_argument("--state", choices=UNFINISHED, required=True,
+                      help="declined, expired or failed (each refunds the slot)")
+    mark.add_argument("--reason", required=True, help="one line, shown on the Queue page")
+    mark.add_argument("--repo", type=Path, default=Path("."), help="repository root")
+    mark.set_defaults(func=run_mark)
 
     render = verbs.add_parser("render", help="a result as the PR comment or the job summary")
     render.add_argument("result", type=Path, help="a public RESULT.json")
@@ -121,6 +135,21 @@ def run_seed(args: argparse.Namespace) -> int:
     for path in applied.changed:
         print(f"wrote {path}")
     print("seeded the first king" if applied.changed else "already the king; nothing changed")
+    return 0
+
+
+def run_mark(args: argparse.Namespace) -> int:
+    if not is_commit_sha(args.head_sha):
+        raise UsageError(f"--head-sha {args.head_sha!r} is not a full lowercase commit SHA "
+                         "(the head the gates passed, as leaderboard/attempts.jsonl holds it)")
+    event = mark_unfinished(Store(args.repo), args.pr, args.head_sha, args.state, args.reason,
+                            format_time(utc_now()))
+    if event is None:
+        print(f"PR {args.pr} at {args.head_sha[:12]} is already {args.state}; nothing changed")
+        return 0
+    print(f"marked PR {args.pr} at {args.head_sha[:12]} {args.state}: {event['reason']}")
+    print(f"commit {LEADERBOARD_DIR}/{QUEUE_FILE} through a pull request; once merged, the "
+          "Queue page shows it settled and the miner's slot is refunded")
     return 0
 
 

@@ -18,9 +18,10 @@ import pytest
 import yaml
 
 from evaluator.cli import build_parser, main
-from evaluator.records import Partition, Result
+from evaluator.records import Attempt, Partition, Result
 from evaluator.rules import OFFICIAL
 from evaluator.site.markup import FILTERS
+from evaluator.store import Store
 from evaluator.templating import environment
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -127,11 +128,17 @@ def test_the_leaderboard_commands_of_the_guide_run_in_its_order(repo, make_submi
             continue
         if argv[1] in ("seed-king", "apply"):
             write_evaluation(repo, next(evaluations))
+        if argv[1] == "mark":  # bob's crowned head is refused; a stuck one is marked
+            assert main(argv) == 1 and "never overwritten" in capsys.readouterr().err
+            Store(repo).record_attempt(Attempt("carol", 1, 9, "c" * 40, "2026-11-22T12:00:00Z",
+                                               gates_passed=True))
+            argv = [{"7": "9", SHA: "c" * 40}.get(word, word) for word in argv]
         assert main(argv) == 0, (argv, capsys.readouterr().err)
         ran.append(argv[1])
-    assert ran == ["seed-king", "validate", "apply"]
+    assert ran == ["seed-king", "validate", "apply", "mark"]
     king = json.loads((repo / "leaderboard/king.json").read_text())["king"]
     assert (king["miner"], king["pr"], king["previous"]["miner"]) == ("bob", 7, "alice")
+    assert Store(repo).refunded_heads() == {"c" * 40}
 
 
 # ---------------------------------------------------------------- facts about the workflows
