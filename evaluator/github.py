@@ -357,6 +357,15 @@ class GitHub:
         self.request("POST", f"/actions/workflows/{workflow}/dispatches",
                      json={"ref": ref, "inputs": inputs or {}})
 
+    def run_reviews(self, run_id: int) -> list[tuple[str, str]]:
+        """(state, comment) of each review of the run's deployments ("approved" or "rejected",
+        oldest first): what a reviewer of a protected environment decided."""
+        data = self.request("GET", f"/actions/runs/{int(run_id)}/approvals").json()
+        if not isinstance(data, list):
+            raise GitHubError(f"the reviews of run {run_id} are not a list; re-run the job")
+        return [(str(review.get("state")), str(review.get("comment") or ""))
+                for review in data if isinstance(review, dict)]
+
     # ---------------------------------------------------------------- the App's token
 
     def installation_token(self, app_id: str, private_key: str,

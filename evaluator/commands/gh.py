@@ -27,7 +27,7 @@ from typing import Any
 
 from evaluator.commands.leaderboard import load_result
 from evaluator.commands.output import github_output, say, set_outputs, write_json_out
-from evaluator.commands.reports import headline, render_result
+from evaluator.commands.reports import headline, render_result, render_unfinished
 from evaluator.errors import GitHubError
 from evaluator.evaluate import earlier_attempts
 from evaluator.files import format_time, utc_now
@@ -45,10 +45,11 @@ from evaluator.leaderboard import (
     apply_result,
     check_result,
     decide,
+    mark_unfinished,
     require_king_folder,
     unscored,
 )
-from evaluator.lifecycle import REFUNDED, withdrawal
+from evaluator.lifecycle import REFUNDED, unfinished, withdrawal
 from evaluator.records import KING, STALE, VOID, WITHDRAWN, King
 from evaluator.rules import NAME_RE, is_commit_sha, is_name, is_pr_number
 from evaluator.store import (
@@ -150,6 +151,16 @@ def add_gh(gh: argparse.ArgumentParser) -> None:
     announce.add_argument("--head-sha", required=True)
     announce.add_argument("--submission", required=True, help="submissions/<login>/<n>")
     _push_options(announce)
+
+    unfinished = verb("unfinished", "record that the evaluation of a gated head ended without a "
+                      "result (declined, expired or failed, read from the run's deployment "
+                      "reviews) on the queue, and comment", run_unfinished, repo=True)
+    unfinished.add_argument("--head-sha", required=True, help="the head the run pinned")
+    unfinished.add_argument("--run-id", type=int, required=True,
+                            help="this workflow run (its deployment reviews say who decided)")
+    unfinished.add_argument("--evaluate-result", required=True,
+                            help="how the GPU job ended (needs.evaluate.result)")
+    _push_options(unfinished)
 
     verb("app-token", "mint this job's token of the repository's GitHub App (from "
          f"${APP_ID_ENV} and ${APP_KEY_ENV}) as the masked `token` output", run_app_token,
@@ -365,6 +376,31 @@ def run_app_token(args: argparse.Namespace) -> int:
     with open(target, "a", encoding="utf-8") as handle:
         handle.write(f"token={token}\n")
     _say(f"minted this job's token of App {app_id} for {args.repository}")
+    return 0
+
+
+ENDED_WITHOUT_RESULT = ("failure", "cancelled", "skipped")  # GitHub's needs.<job>.result
+
+
+def run_unfinished(args: argparse.Namespace) -> int:
+    number, sha = _pr(args), _sha(args.head_sha)
+    if args.evaluate_result not in ENDED_WITHOUT_RESULT:
+        raise GitHubError(f"--evaluate-result {args.evaluate_result!r}: only a GPU job that "
+                          f"ended {', '.join(ENDED_WITHOUT_RESULT)} left no result to record "
+                          "(a successful one is the record job's)")
+    github = _client(args)
+    state, reason = unfinished(github.run_reviews(args.run_id), args.evaluate_result)
+    event, pushed = publish(
+        args.repo, [LEADERBOARD_DIR], f"leaderboard: PR #{number} is {state}",
+        lambda: mark_unfinished(Store(args.repo), number, sha, state, reason,
+                                format_time(utc_now())),
+        _branch(args.remote, "--remote"), _branch(args.branch, "--branch"))
+    if event is None:  # recorded by an earlier try of this job: its comment may be missing
+        event = next(e for e in Store(args.repo).queue_events()
+                     if (e.get("event"), e.get("pr"), e.get("head_sha")) == (state, number, sha))
+    github.upsert_comment(number, EVALUATION_MARKER, render_unfinished(event))
+    _say(f"PR #{number} at {sha[:12]}: {state} ({event['reason']})"
+         + ("" if pushed else "; leaderboard/ already held it"))
     return 0
 
 

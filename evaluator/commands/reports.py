@@ -15,12 +15,18 @@ from evaluator.rules import Competition
 from evaluator.templating import render
 
 TEMPLATES = {"comment": "evaluation/comment.md.j2", "summary": "evaluation/summary.md.j2"}
+UNFINISHED_TEMPLATE = "evaluation/unfinished.md.j2"
 
 
 def render_result(kind: str, public: dict[str, Any], rules: Competition) -> str:
     """`comment` (the PR comment) or `summary` (the job summary) of a public record."""
     return render(TEMPLATES[kind], result=public, rules=rules.as_dict(),
                   benchmarks=list(rules.benchmarks), why=explain(public, rules))
+
+
+def render_unfinished(event: dict[str, Any]) -> str:
+    """The PR comment of an evaluation that ended without a result (a queue event)."""
+    return render(UNFINISHED_TEMPLATE, event=event)
 
 
 def headline(public: dict[str, Any]) -> str:

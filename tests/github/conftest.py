@@ -92,6 +92,7 @@ class FakeGitHub:
     pushes: list[dict] = field(default_factory=list)  # accepted pushes and merges to branches
     events: list[tuple[str, int]] = field(default_factory=list)  # (action, PR): reopened, …
     app_installed: bool = True
+    reviews: dict[int, list[dict]] = field(default_factory=dict)  # run id → deployment reviews
     actor_now: dict | None = None  # who the call being answered acts as
 
     # -------------------------------------------------------- actors and their tokens
@@ -265,9 +266,22 @@ class FakeGitHub:
             (r"PATCH /issues/comments/(\d+)", lambda i, body, **_: self._edit(int(i), body)),
             (r"POST /issues/(\d+)/labels", lambda n, body, **_: self._label(int(n), body)),
             (r"DELETE /issues/(\d+)/labels/(.+)", lambda n, name, **_: self._unlabel(int(n), name)),
+            (r"GET /actions/runs/(\d+)/approvals", lambda run, **_: self._approvals(int(run))),
             (r"POST /actions/workflows/([^/]+)/dispatches",
              lambda wf, body, **_: (self.dispatches.append({"workflow": wf, **body}) or 204, None)),
         )
+
+    def review(self, run_id: int, state: str, comment: str = "") -> None:
+        """A reviewer of the `evaluation` environment approves or rejects the run's jobs."""
+        self.reviews.setdefault(run_id, []).append({
+            "state": state, "comment": comment, "user": {"login": MAINTAINER},
+            "environments": [{"name": "evaluation"}]})
+
+    def _approvals(self, run_id: int):
+        granted = (self.actor_now or {}).get("permissions")
+        if granted != "admin" and not (granted or {}).get("actions"):
+            return 403, {"message": NOT_ACCESSIBLE}  # actions: read, at least
+        return 200, self.reviews.get(run_id, [])
 
     def _pull(self, n: int):
         if n not in self.pulls:
@@ -698,6 +712,7 @@ class JobRun:
     outcomes: dict[str, str]
     outputs: dict[str, str]
     log: list[str]
+    ran: bool = True  # False: the job's own `if:` skipped it
 
 
 class Replayer:
@@ -705,8 +720,9 @@ class Replayer:
 
     def __init__(self, workspace: Path, event: dict, tmp: Path, bash: bool = False,
                  needs: dict | None = None, artifacts: dict | None = None,
-                 github: FakeGitHub | None = None) -> None:
+                 github: FakeGitHub | None = None, run_id: int = 4242) -> None:
         self.workspace, self.event, self.tmp, self.bash = workspace, event, tmp, bash
+        self.run_id, self.cancelled = run_id, False
         self.needs, self.artifacts = needs or {}, artifacts or {}
         self.steps: dict[str, dict] = {}
         self.github = github  # mints each job's workflow token, holds the secrets and variables
@@ -714,7 +730,8 @@ class Replayer:
 
     def context(self, expr: str, job_failed: bool) -> object:
         expr = expr.strip()
-        functions = {"always()": True, "!cancelled()": True, "cancelled()": False,
+        functions = {"always()": True, "!cancelled()": not self.cancelled,
+                     "cancelled()": self.cancelled,
                      "failure()": job_failed, "success()": not job_failed}
         if expr in functions:
             return functions[expr]
@@ -739,14 +756,17 @@ class Replayer:
         if parts[0] == "steps":
             step = self.steps.get(parts[1], {"outcome": "skipped", "outputs": {}})
             return step["outputs"].get(parts[3], "") if parts[2] == "outputs" else step[parts[2]]
-        if parts[0] == "needs":
-            return self.needs[parts[1]]["outputs"].get(parts[3], "")
+        if parts[0] == "needs":  # a job's result, "success" unless the test says otherwise
+            needed = self.needs[parts[1]]
+            return needed.get("result", "success") if parts[2] == "result" else \
+                needed["outputs"].get(parts[3], "")
         if parts[0] in ("secrets", "vars"):
             store = {} if self.github is None or parts[0] == "vars" else self.github.app_secrets
             return store.get(parts[1], "")  # GitHub expands an unset one to ""
         if parts[0] == "github" and parts[1] == "event_name":
             return self.event.get("_name", "")
         values = {"github.token": self.token, "runner.temp": str(self.tmp),
+                  "github.run_id": str(self.run_id),
                   "github.server_url": "https://github.com", "github.repository": REPOSITORY}
         if name in values:
             return values[name]
@@ -760,6 +780,13 @@ class Replayer:
 
     def run_job(self, workflow: str, job: str) -> JobRun:
         spec = load_workflow(workflow)["jobs"][job]
+        results = [needed.get("result", "success") for needed in self.needs.values()]
+        self.cancelled = "cancelled" in results
+        condition = str(spec.get("if", "success()")).removeprefix("${{").removesuffix("}}")
+        explicit = re.search(r"always\(\)|cancelled\(\)|failure\(\)|success\(\)", condition)
+        failed = any(r in ("failure", "cancelled") for r in results)
+        if not (self.context(condition, "failure" in results) and (explicit or not failed)):
+            return JobRun({}, {}, [f"{job}: skipped by its if"], ran=False)
         if self.github is not None:
             self.token = self.github.workflow_token(spec.get("permissions") or {})
         env_base = {k: self.expand(v) for k, v in spec.get("env", {}).items()}

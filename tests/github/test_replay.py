@@ -38,6 +38,7 @@ CI_CHECKS = ("Lint and test (Python 3.11)", "Lint and test (Python 3.12)")
 GATES_TRIGGERS = yaml.safe_load((WORKFLOWS / "gates.yml").read_text(encoding="utf-8"))[True][
     "pull_request_target"]["types"]  # YAML 1.1 reads the key `on` as True
 STRANGER = "mallory"
+RUN_ID = 4242  # the evaluate.yml run the failure path replays
 
 
 class World:
@@ -117,6 +118,14 @@ class World:
                                "evaluate": {"outputs": {"base_sha": base or
                                                         self.remote.main_sha()}}},
                         artifacts={"evaluation-result": artifact})
+
+    def unfinished(self, number: int, sha: str, evaluated: str = "failure",
+                   prepared: str = "success"):
+        """The failure path: the GPU job of run RUN_ID ended `evaluated`."""
+        return self.run("evaluate.yml", "unfinished", dispatch_event(number, sha),
+                        needs={"prepare": {"result": prepared,
+                                           "outputs": {"pr": str(number), "head_sha": sha}},
+                               "evaluate": {"result": evaluated, "outputs": {}}}, run_id=RUN_ID)
 
     # -------------------------------------------------------- what the remote holds
 
@@ -1072,3 +1081,81 @@ def test_a_decisive_result_wins_over_a_void_of_the_same_head_whatever_the_clocks
     newer = world.open_pr(44, "alice", world.files("alice", generation=2, seed=9))
     run, runner = world.gates(44, newer)
     assert passed(runner) == "false" and "next slot opens" in world.fake.comment_bodies(44)[-1]
+
+
+# ---------------------------------------------------------------- evaluations without a result
+
+UNFINISHED = [  # the run's deployment reviews, how the GPU job ended → the queue's state, why
+    ([("rejected", "the pool is down\ntoday")], "failure", "declined",
+     "a maintainer declined to evaluate this head: the pool is down today"),
+    ([], "cancelled", "declined", "the run was cancelled before anyone approved its evaluation"),
+    ([], "failure", "expired", "nobody approved its evaluation and GitHub failed the waiting job"),
+    ([("approved", "")], "failure", "failed", "the evaluation job was approved, then failed"),
+    ([("approved", "")], "cancelled", "failed", "approved, then was cancelled before a result"),
+]
+
+
+@pytest.mark.parametrize(("reviews", "evaluated", "state", "why"), UNFINISHED,
+                         ids=[row[2] + "-" + row[1] for row in UNFINISHED])
+def test_an_evaluation_that_ends_without_a_result_is_settled_refunded_and_told(
+        world, reviews, evaluated, state, why):
+    sha = world.submit(80, "alice")
+    for review, comment in reviews:
+        world.fake.review(RUN_ID, review, comment)
+    run, _ = world.unfinished(80, sha, evaluated)
+
+    assert run.ran and all(v == "success" for v in run.outcomes.values()), run.log
+    [event] = world.board("queue.jsonl")
+    assert (event["event"], event["pr"], event["head_sha"]) == (state, 80, sha)
+    assert event["reason"].startswith(why) or why in event["reason"]
+    body = world.fake.comment_bodies(80)[-1]
+    assert body.startswith("<!-- tinyrouter:evaluation -->") and "slot is refunded" in body
+    assert "push a new commit" in body and world.fake.pulls[80]["state"] == "open"
+    assert {p["login"] for p in world.fake.pushes} == {"tinyrouter-bot[bot]"}  # the site rebuilt
+    assert Store(world.remote.clone(world.tmp / "board")).refunded_heads() == {sha}
+
+    prepared, _ = world.prepare(80, sha)  # this head is not evaluated again …
+    assert prepared.outcomes["pr"] == "failure"
+    newer = world.push(80, world.files("alice", seed=8))  # … its author's slot is back at once
+    run, runner = world.gates(80, newer, action="synchronize")
+    assert passed(runner) == "true", run.log
+
+
+def test_the_failure_path_runs_only_when_the_gpu_job_left_no_result(world):
+    sha = world.submit(81, "alice")
+    main_before = world.remote.main_sha()
+    for evaluated, prepared in (("success", "success"), ("skipped", "failure")):
+        run, _ = world.unfinished(81, sha, evaluated, prepared)
+        assert not run.ran, run.log
+    assert world.remote.main_sha() == main_before and world.board("queue.jsonl") is None
+
+
+def test_a_re_run_of_the_failure_path_changes_nothing(world):
+    sha = world.submit(82, "alice")
+    world.unfinished(82, sha)
+    after = world.state()
+    run, _ = world.unfinished(82, sha)
+    assert all(v == "success" for v in run.outcomes.values()), run.log
+    assert world.state() == after and len(world.board("queue.jsonl")) == 1
+
+
+def test_the_failure_path_never_overwrites_a_decisive_result(world, capsys):
+    sha = world.submit(83, "alice")
+    world.record(83, sha, loss("alice", 83, sha))
+    after = world.state()
+    run, _ = world.unfinished(83, sha)
+    assert run.outcomes["mark"] == "failure"
+    assert "is already lost; it is not marked expired" in capsys.readouterr().err
+    assert world.state() == after
+
+
+def test_the_failure_path_reads_the_reviews_with_the_apps_token_only(world):
+    """GitHub refuses the run's reviews to a token without `actions`; the App's token has it."""
+    sha = world.submit(84, "alice")
+    token = world.fake.workflow_token({"contents": "read"})
+    status, _ = world.fake.handle("GET", f"/repos/tinyrouter/tinyrouter/actions/runs/{RUN_ID}"
+                                  "/approvals", {}, None, token)
+    assert status == 403
+    world.fake.review(RUN_ID, "approved")
+    run, _ = world.unfinished(84, sha)
+    assert world.board("queue.jsonl")[0]["event"] == "failed", run.log

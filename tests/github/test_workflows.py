@@ -26,9 +26,10 @@ VERSION_COMMENT = re.compile(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+$")
 EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}")
 # the jobs that push leaderboard/ or merge, and how each run of them may be grouped
 WRITERS = {("gates.yml", "gates"): "gates-pr-${{ github.event.pull_request.number }}",
-           ("evaluate.yml", "announce"): None, ("evaluate.yml", "record"): None}
+           ("evaluate.yml", "announce"): None, ("evaluate.yml", "record"): None,
+           ("evaluate.yml", "unfinished"): None}
 APP_SECRETS = {"TINYROUTER_APP_ID", "TINYROUTER_APP_PRIVATE_KEY"}
-WRITING = re.compile(r"--push\b|gh (record|merge|announce)\b")
+WRITING = re.compile(r"--push\b|gh (record|merge|announce|unfinished)\b")
 
 
 def load(path: Path) -> dict:
