@@ -54,6 +54,10 @@ class LedgerError(TinyRouterError):
     """A cost ledger is malformed or its hash chain is broken."""
 
 
+class VaultError(TinyRouterError):
+    """A secret is missing or malformed, or what it sealed was tampered with or is another's."""
+
+
 class LeaderboardError(TinyRouterError):
     """Leaderboard state or a result record is invalid."""
 

@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from evaluator import vault
 from evaluator.commands.leaderboard import load_result
 from evaluator.commands.output import github_output, say, set_outputs, write_json_out
 from evaluator.commands.reports import headline, render_result, render_unfinished
-from evaluator.errors import GitHubError
+from evaluator.errors import GitHubError, VaultError
 from evaluator.evaluate import earlier_attempts
 from evaluator.files import format_time, utc_now
 from evaluator.github import (
@@ -65,6 +66,7 @@ EVALUATION_MARKER = "<!-- tinyrouter:evaluation -->"
 EVALUATE_WORKFLOW = "evaluate.yml"
 QUEUE_EVENTS = ("evaluating",)
 APP_ID_ENV, APP_KEY_ENV = "TINYROUTER_APP_ID", "TINYROUTER_APP_PRIVATE_KEY"
+RESULT_KEY_ENV = "TINYROUTER_RESULT_KEY"  # in both environments: the GPU job's hand-over key
 WORKFLOW_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}", re.ASCII)  # a workflow file name, a ref
 INPUT_VALUE_RE = re.compile(r"[A-Za-z0-9_.-]{0,64}", re.ASCII)
 
@@ -161,6 +163,20 @@ def add_gh(gh: argparse.ArgumentParser) -> None:
     unfinished.add_argument("--evaluate-result", required=True,
                             help="how the GPU job ended (needs.evaluate.result)")
     _push_options(unfinished)
+
+    encrypt = verb("encrypt-result", f"seal the GPU job's result for the record job under "
+                   f"${RESULT_KEY_ENV}, bound to this PR and head (what the artifact holds)",
+                   run_encrypt_result)
+    encrypt.add_argument("--head-sha", required=True, help="the evaluated head")
+    encrypt.add_argument("--result", type=Path, required=True, help="the public RESULT.json")
+    encrypt.add_argument("--out", type=Path, required=True, help="the sealed file to upload")
+
+    decrypt = verb("decrypt-result", f"open the sealed result under ${RESULT_KEY_ENV}, refusing "
+                   "one changed since, sealed under another key or for another PR or head",
+                   run_decrypt_result)
+    decrypt.add_argument("--head-sha", required=True, help="the evaluated head")
+    decrypt.add_argument("--sealed", type=Path, required=True, help="the downloaded artifact")
+    decrypt.add_argument("--out", type=Path, required=True, help="where to write RESULT.json")
 
     verb("app-token", "mint this job's token of the repository's GitHub App (from "
          f"${APP_ID_ENV} and ${APP_KEY_ENV}) as the masked `token` output", run_app_token,
@@ -376,6 +392,51 @@ def run_app_token(args: argparse.Namespace) -> int:
     with open(target, "a", encoding="utf-8") as handle:
         handle.write(f"token={token}\n")
     _say(f"minted this job's token of App {app_id} for {args.repository}")
+    return 0
+
+
+def _result_key() -> str:
+    key = vault.take(RESULT_KEY_ENV)
+    if not key.strip():
+        raise GitHubError(f"{RESULT_KEY_ENV} must be set: the same secret in the `evaluation` "
+                          "and `leaderboard` environments (see the maintaining guide's GitHub "
+                          "setup)")
+    return key
+
+
+def _about(number: int, sha: str) -> str:
+    """What a sealed result is bound to: one PR at one head."""
+    return f"tinyrouter evaluation result of PR #{number} at {sha}"
+
+
+def run_encrypt_result(args: argparse.Namespace) -> int:
+    number, sha = _pr(args), _sha(args.head_sha)
+    try:
+        plain = args.result.read_bytes()
+    except OSError as exc:
+        raise GitHubError(f"cannot read the result {args.result}: {exc}") from exc
+    sealed = vault.lock(plain, _result_key(), _about(number, sha), RESULT_KEY_ENV)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_bytes(sealed)
+    _say(f"sealed the result of PR #{number} at {sha[:12]} for the record job")
+    return 0
+
+
+def run_decrypt_result(args: argparse.Namespace) -> int:
+    number, sha = _pr(args), _sha(args.head_sha)
+    try:
+        sealed = args.sealed.read_bytes()
+    except OSError as exc:
+        raise GitHubError(f"cannot read the sealed result {args.sealed}: {exc}") from exc
+    try:
+        plain = vault.unlock(sealed, _result_key(), _about(number, sha), RESULT_KEY_ENV)
+    except VaultError as exc:
+        raise GitHubError(f"the evaluation artifact is refused: {exc}; nothing is recorded. "
+                          "Re-run the evaluation (a new artifact), and check that "
+                          f"{RESULT_KEY_ENV} is the same in both environments") from exc
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_bytes(plain)
+    _say(f"opened the sealed result of PR #{number} at {sha[:12]}")
     return 0
 
 

@@ -57,6 +57,7 @@ ACTIONS_INTEGRATION_ID = 15368  # the GitHub Actions integration, as a ruleset n
 APP_ID, APP_SLUG, INSTALLATION_ID = 424242, "tinyrouter-bot", 5150
 APP_LOGIN = f"{APP_SLUG}[bot]"
 MAINTAINER, MAINTAINER_TOKEN = "maintainer", "maintainer-token"
+RESULT_KEY = base64.b64encode(bytes(range(32))).decode()  # `openssl rand -base64 32`, in tests
 CI_CHECKS = ("Lint and test (Python 3.11)", "Lint and test (Python 3.12)")
 RULE_VIOLATION = "Repository rule violations found"
 NOT_ACCESSIBLE = "Resource not accessible by integration"
@@ -106,8 +107,10 @@ class FakeGitHub:
 
     @property
     def app_secrets(self) -> dict[str, str]:
-        """The secrets the guide has a maintainer add: the App's id and its private key."""
-        return {"TINYROUTER_APP_ID": str(APP_ID), "TINYROUTER_APP_PRIVATE_KEY": app_key_pem()}
+        """The secrets the guide has a maintainer add to the environments: the App's id and
+        private key, and the key that hands the GPU job's result to the record job."""
+        return {"TINYROUTER_APP_ID": str(APP_ID), "TINYROUTER_APP_PRIVATE_KEY": app_key_pem(),
+                "TINYROUTER_RESULT_KEY": RESULT_KEY}
 
     def actor(self, token: str | None) -> dict | None:
         return self.tokens.get(token or "")
@@ -814,7 +817,7 @@ class Replayer:
         if uses.startswith("actions/download-artifact@"):
             dest = Path(self.expand(step["with"]["path"]))
             dest.mkdir(parents=True, exist_ok=True)
-            shutil.copy(self.artifacts[step["with"]["name"]], dest / "result.json")
+            shutil.copy(self.artifacts[step["with"]["name"]], dest)  # under its own name
         if uses or step["run"].startswith("python -m pip install"):
             return True, {}
         output_file = self.tmp / f"output-{len(self.steps)}"

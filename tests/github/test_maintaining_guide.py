@@ -169,9 +169,12 @@ def test_runner_labels_secrets_and_environment_match_evaluate_yml():
     assert "--labels gpu" in guide and '"labels": ["self-hosted", "linux", "gpu"]' in guide
     assert f"`{jobs['evaluate']['environment']}` environment" in guide
     secrets = set(re.findall(r"secrets\.(\w+)", str(jobs["evaluate"])))
-    assert secrets == {"BENCHMARK_PASSWORD", "OPENROUTER_API_KEY"}  # the GPU job's, no other
+    # the GPU job's, no other: the benchmark's, and the key its result leaves sealed under
+    assert secrets == {"BENCHMARK_PASSWORD", "OPENROUTER_API_KEY", "TINYROUTER_RESULT_KEY"}
     for name in secrets:
         assert guide.count(name) >= 2, f"{name}: the seal section and the environment"
+    record = set(re.findall(r"secrets\.(\w+)", str(jobs["record"])))
+    assert "TINYROUTER_RESULT_KEY" in record and "openssl rand -base64 32" in guide
 
 
 def test_the_runner_prerequisites_match_the_evaluation_job():

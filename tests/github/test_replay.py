@@ -7,6 +7,7 @@ requests, racing jobs, crashes between steps and GitHub's rate limits.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import os
@@ -109,15 +110,29 @@ class World:
     def prepare(self, number: int, sha: str = ""):
         return self.run("evaluate.yml", "prepare", dispatch_event(number, sha))
 
-    def record(self, number: int, sha: str, record: dict, base: str | None = None):
-        """The record job, for an evaluation that ran on main at `base` (default: now)."""
-        artifact = self.tmp / f"result-{number}-{next(self.counter)}.json"
-        artifact.write_text(json.dumps(record))
+    def record(self, number: int, sha: str, record: dict, base: str | None = None,
+               sealed: bytes | None = None):
+        """The record job, for an evaluation that ran on main at `base` (default: now), given
+        the GPU job's artifact (default: `record` sealed as that job seals it)."""
+        artifact = self.tmp / f"upload-{number}-{next(self.counter)}" / "result.sealed"
+        artifact.parent.mkdir()
+        artifact.write_bytes(self.sealed(record, number, sha) if sealed is None else sealed)
         return self.run("evaluate.yml", "record", dispatch_event(number),
                         needs={"prepare": {"outputs": {"pr": str(number), "head_sha": sha}},
                                "evaluate": {"outputs": {"base_sha": base or
                                                         self.remote.main_sha()}}},
                         artifacts={"evaluation-result": artifact})
+
+    def sealed(self, record: dict, number: int, sha: str) -> bytes:
+        """The artifact the GPU job uploads: its result sealed for the record job."""
+        result = self.tmp / f"clear-{next(self.counter)}.json"
+        result.write_text(json.dumps(record))
+        sealed = result.with_suffix(".sealed")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("TINYROUTER_RESULT_KEY", self.fake.app_secrets["TINYROUTER_RESULT_KEY"])
+            assert main(["gh", "encrypt-result", "--pr", str(number), "--head-sha", sha,
+                         "--result", str(result), "--out", str(sealed)]) == 0
+        return sealed.read_bytes()
 
     def unfinished(self, number: int, sha: str, evaluated: str = "failure",
                    prepared: str = "success"):
@@ -1159,3 +1174,68 @@ def test_the_failure_path_reads_the_reviews_with_the_apps_token_only(world):
     world.fake.review(RUN_ID, "approved")
     run, _ = world.unfinished(84, sha)
     assert world.board("queue.jsonl")[0]["event"] == "failed", run.log
+
+
+# ---------------------------------------------------------------- the sealed hand-over
+
+def test_the_artifact_shows_no_figure_and_only_the_record_job_opens_it(world):
+    sha = world.submit(90, "alice")
+    record = crown("alice", 90, sha, composite=0.6)
+    sealed = world.sealed(record, 90, sha)
+    for clear in (b"composite", b"per_benchmark", b"0.6", b"0.78", b"0.525", b"king"):
+        assert clear not in sealed  # what anyone downloading the artifact gets
+    run, _ = world.record(90, sha, record, sealed=sealed)
+    assert all(v == "success" for v in run.outcomes.values()), run.log
+    assert world.board("results/alice/1.json")["composite"] == 0.6 and world.king() == "alice"
+
+
+def _tampered(sealed: bytes) -> bytes:
+    doc = json.loads(sealed)
+    body = bytearray(base64.b64decode(doc["ciphertext"]))
+    body[5] ^= 1  # one bit of the figures
+    doc["ciphertext"] = base64.b64encode(bytes(body)).decode()
+    return json.dumps(doc).encode()
+
+
+@pytest.mark.parametrize(("forge", "says"), [
+    (lambda world, sha: _tampered(world.sealed(crown("alice", 91, sha), 91, sha)),
+     "it was changed after it was sealed, or sealed under another key"),
+    # another PR's genuine artifact, swapped in
+    (lambda world, sha: world.sealed(crown("alice", 92, sha), 92, sha),
+     "it was sealed for 'tinyrouter evaluation result of PR #92"),
+    # the result in clear, as the GPU job uploaded it before
+    (lambda world, sha: json.dumps(crown("alice", 91, sha)).encode(),
+     "not a sealed document of format 1"),
+])
+def test_a_tampered_or_foreign_artifact_is_refused_and_nothing_recorded(world, capsys, forge,
+                                                                          says):
+    sha = world.submit(91, "alice")
+    before = world.state()
+    run, _ = world.record(91, sha, {}, sealed=forge(world, sha))
+
+    assert run.outcomes["validate"] == "skipped" and run.outcomes["record"] == "skipped"
+    err = capsys.readouterr().err
+    assert "the evaluation artifact is refused" in err and says in err
+    assert "nothing is recorded" in err and "Re-run the evaluation" in err
+    assert world.state() == before and world.fake.merges == []
+
+
+@pytest.mark.parametrize(("key", "says"), [
+    ("", "TINYROUTER_RESULT_KEY must be set: the same secret in the `evaluation` and "
+         "`leaderboard` environments"),
+    ("not a key", "must be 32 random bytes in base64 (`openssl rand -base64 32`)"),
+    (base64.b64encode(b"k" * 32).decode(), "or sealed under another key"),
+])
+def test_the_record_job_without_the_right_key_fails_clearly(world, tmp_path, monkeypatch,
+                                                            capsys, key, says):
+    from evaluator import vault
+
+    sha = world.submit(93, "alice")
+    sealed = tmp_path / "result.sealed"
+    sealed.write_bytes(world.sealed(loss("alice", 93, sha), 93, sha))
+    vault.forget()
+    monkeypatch.setenv("TINYROUTER_RESULT_KEY", key)
+    assert main(["gh", "decrypt-result", "--pr", "93", "--head-sha", sha, "--sealed",
+                 str(sealed), "--out", str(tmp_path / "result.json")]) == 1
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "result.json").exists()

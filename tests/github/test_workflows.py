@@ -29,6 +29,7 @@ WRITERS = {("gates.yml", "gates"): "gates-pr-${{ github.event.pull_request.numbe
            ("evaluate.yml", "announce"): None, ("evaluate.yml", "record"): None,
            ("evaluate.yml", "unfinished"): None}
 APP_SECRETS = {"TINYROUTER_APP_ID", "TINYROUTER_APP_PRIVATE_KEY"}
+RESULT_KEY = {"TINYROUTER_RESULT_KEY"}  # seals the GPU job's result for the record job
 WRITING = re.compile(r"--push\b|gh (record|merge|announce|unfinished)\b")
 
 
@@ -100,6 +101,8 @@ def test_secrets_only_in_the_steps_that_need_them(workflow, job, step):
     if secrets == APP_SECRETS:  # the App's key, only to mint the job's token
         assert step["run"] == "tinyrouter gh app-token" and step["id"] == "token"
         assert job["environment"] in ("leaderboard", "evaluation")
+    elif secrets == RESULT_KEY:  # only to seal the result, and to open it
+        assert re.fullmatch(r'"?\S*tinyrouter"? gh (en|de)crypt-result .*', step["run"], re.S)
     elif secrets:  # the benchmark's, only to the evaluation itself
         assert secrets == {"BENCHMARK_PASSWORD", "OPENROUTER_API_KEY"}
         assert workflow == "evaluate.yml" and "tinyrouter" in step["run"] and "evaluate" in step["run"]
@@ -152,8 +155,9 @@ def test_the_gpu_job_waits_for_no_one():
 
 @pytest.mark.parametrize(("workflow", "name", "job"), JOBS)
 def test_no_job_holds_both_the_benchmarks_secrets_and_a_write_token(workflow, name, job):
-    """The App's key is a write token; the benchmark's secrets never meet it or any other."""
-    secrets = set(re.findall(r"secrets\.(\w+)", str(job)))
+    """The App's key is a write token; the benchmark's secrets never meet it or any other.
+    (The result's key only hands a result over: it writes nothing.)"""
+    secrets = set(re.findall(r"secrets\.(\w+)", str(job))) - RESULT_KEY
     if secrets:
         assert set(job["permissions"].values()) == {"read"}  # the workflow token only reads
         assert secrets == APP_SECRETS or not secrets & APP_SECRETS
@@ -309,3 +313,21 @@ def test_actionlint_reports_nothing():
                              *map(str, WORKFLOW_FILES)], capture_output=True, text=True,
                             timeout=120, env={**os.environ, "ACTIONLINT_JS": str(ACTIONLINT_JS)})
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_gpu_job_uploads_its_result_only_sealed_and_the_record_job_opens_it_first():
+    jobs = load(GITHUB_DIR / "workflows" / "evaluate.yml")["jobs"]
+    steps = jobs["evaluate"]["steps"]
+    [upload] = [i for i, s in enumerate(steps) if s.get("uses", "").startswith(
+        "actions/upload-artifact@")]
+    seal = steps[upload - 1]
+    assert "gh encrypt-result" in seal["run"] and seal["env"] == {
+        "TINYROUTER_RESULT_KEY": "${{ secrets.TINYROUTER_RESULT_KEY }}"}
+    out = re.search(r"--out \"\$RUNNER_TEMP/(\S+)\"", seal["run"]).group(1)
+    assert steps[upload]["with"]["path"] == "${{ runner.temp }}/" + out
+    record = jobs["record"]["steps"]
+    [download] = [i for i, s in enumerate(record) if s.get("uses", "").startswith(
+        "actions/download-artifact@")]
+    opened = record[download + 1]
+    assert "gh decrypt-result" in opened["run"] and opened["env"] == seal["env"]
+    assert jobs["record"]["environment"] != jobs["evaluate"]["environment"]  # the key in both
