@@ -36,27 +36,18 @@ class Command:
 
 COMMANDS = {
     "basis": Command("basis", "the public items' feature basis gate 3 compares model rows on "
-                              "(maintainer, after sealing)"),
+                              "(after sealing)"),
     "baseline": Command("baseline", "what a head has to beat: single-model, random and oracle "
                                     "accuracy"),
-    "bench-agreement": Command("bench_agreement", "how alike independent heads route, next to "
-                                                  "copies: the behavioural duplicate threshold"),
-    "bench": Command("bench", "performance benchmarks of the coordinator (not tests)"),
-    "bench-sandbox": Command("bench_sandbox", "time the code sandbox per program (a benchmark, "
-                                              "not a test)"),
-    "bench-scale": Command("bench_scale", "time gates, apply, validate and the site build on "
-                                          "synthetic boards of N records (a benchmark)"),
-    "bench-startup": Command("bench_startup", "time the light commands' start-up against "
-                                              "importing numpy, httpx and safetensors"),
-    "bench-training": Command("bench_training", "train on the demo corpus and score its "
-                                                "held-out split (a benchmark, not a test)"),
     "collect": Command("collect", "collect training data: every pool model's graded answers "
                                   "to the public train items"),
     "demo": Command("demo", "run the whole competition offline on this machine"),
+    "dev": Command("dev", "studies of the product: timing benchmarks and the evidence behind "
+                          "rules (not tests)"),
     "diff": Command("diff", "how two heads' turn-1 decisions differ on your public rows"),
     "encoder": Command("encoder", "encoder checkpoints (a tiny Qwen3 for tests and the demo)"),
     "evaluate": Command("evaluate", "score a submission against the king on the hidden "
-                                    "benchmark (maintainer, GPU)"),
+                                    "benchmark (GPU)"),
     "fairness": Command("fairness", "simulate the crown rule, the overfit gate and disclosure: "
                                     "the fairness figures"),
     "gates": Command("gates", "run gates 0–4 on a pull request's submission (the PR bot)"),
@@ -67,18 +58,49 @@ COMMANDS = {
     "pack": Command("pack", "write a training run's head as your next submission folder"),
     "pool": Command("pool", "the LLM pool: serve the loopback simulator, or check the real one"),
     "preflight": Command("gates", "run gates 0–4 locally, exactly as the PR bot does"),
-    "reveal": Command("seal", "publish a retired split: its items and commitment salt "
-                              "(maintainer)"),
+    "reveal": Command("seal", "publish a retired split: its items and commitment salt"),
     "runner": Command("runner", "check that this machine can be the evaluation runner: "
                                 "sandbox, GPU, encoder, sealed files, pool, disk, memory"),
     "score": Command("score", "score a head as the evaluator would, on your public rows; "
                               "with --king, whether it would take the crown"),
-    "seal": Command("seal", "draw, answer and seal the hidden benchmark splits (maintainer)"),
+    "seal": Command("seal", "draw, answer and seal the hidden benchmark splits"),
     "site": Command("site", "build the leaderboard site"),
     "train": Command("train", "train a routing head with separable CMA-ES"),
     "verify-benchmark": Command("seal", "decrypt the sealed benchmark and check it against "
                                         "the manifest"),
 }
+
+
+# The top-level help lists the commands by who runs them, with one example each.
+AUDIENCES = (
+    ("miner: practise, train a head and submit it",
+     ("demo", "collect", "train", "score", "diff", "pack", "preflight", "baseline", "grade"),
+     "tinyrouter train --benchmarks math500,mmlu,livecodebench --run-name first --data data"),
+    ("maintainer: seal a season, run the evaluation runner, publish",
+     ("seal", "verify-benchmark", "basis", "runner", "evaluate", "leaderboard", "site",
+      "fairness", "reveal", "pool", "ledger", "encoder"),
+     "tinyrouter leaderboard validate --repo ."),
+    ("workflow: what the GitHub Actions jobs run",
+     ("gates", "gh"),
+     "tinyrouter gates --repo . --submission submissions/alice/1 --author alice --pr 7"),
+    ("developer: studies of the product (not tests)",
+     ("dev",),
+     "tinyrouter dev scale --sizes 100,1000"),
+)
+
+
+def commands_by_audience(width: int = 20, columns: int = 88) -> str:
+    """The top-level help's list of commands, grouped by audience, each group's example last."""
+    import textwrap
+
+    out = []
+    for title, names, example in AUDIENCES:
+        out.append(title)
+        for name in names:
+            out += textwrap.wrap(COMMANDS[name].summary, columns, initial_indent=
+                                 f"  {name:<{width - 2}}", subsequent_indent=" " * width)
+        out += [f"  e.g. {example}", ""]
+    return "\n".join(out) + "\n"
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -88,6 +110,13 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if action.default in (None, False, argparse.SUPPRESS) or "%(default)" in (action.help or ""):
             return action.help
         return super()._get_help_string(action)
+
+
+class TopHelpFormatter(HelpFormatter):
+    """The top-level help: its command list keeps its own lines."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "".join(indent + line for line in text.splitlines(keepends=True))
 
 
 class Parser(argparse.ArgumentParser):
@@ -138,10 +167,13 @@ def _load(name: str):
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser, with full options for the chosen subcommand and a summary for the others."""
-    parser = Parser(prog="tinyrouter", description="TinyRouter: the open benchmark for LLM routing.")
+    parser = Parser(prog="tinyrouter", usage="tinyrouter [--competition FILE] [-v] COMMAND ...",
+                    description="TinyRouter: the open benchmark for LLM routing.",
+                    epilog=commands_by_audience() + "`tinyrouter COMMAND --help` shows a "
+                    "command's options.", formatter_class=TopHelpFormatter)
     parser.add_argument("--version", action="version", version=f"tinyrouter {__version__}")
     add_global_options(parser, os.environ.get("TINYROUTER_COMPETITION"), False)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help=argparse.SUPPRESS)
     chosen = _chosen(argv)
     for name, command in COMMANDS.items():
         child = sub.add_parser(name, help=command.summary)

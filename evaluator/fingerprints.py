@@ -5,7 +5,7 @@ n rows whose columns sum to zero, so n−1 rows of contrasts hold all of it with
 products. The log keeps those contrasts at 7 bits each (each row scaled to its largest
 magnitude), packed, with the row scales as float32: "q7:" + base64, 2.4 KB for the
 official head, where the float16 rows written before took 8.2 KB. Rounding moves a cosine
-near gate 3's line by under 2e-4 (`tinyrouter bench-scale` measures it on disguised copies,
+near gate 3's line by under 2e-4 (`tinyrouter dev scale` measures it on disguised copies,
 with the decisions it changes: none). Lines written in the float16 format are still read.
 
 Gate 3 compares a new head with every earlier attempt: `cosines` reads them all at once,

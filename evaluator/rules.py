@@ -160,7 +160,7 @@ class Competition:
     fingerprint_directions: int = 256
     max_basis_bytes: int = 8 * 1024 * 1024  # the committed basis file, read by every gates run
     # share of the public train items whose turn-1 model the challenger picks as the king does.
-    # From `tinyrouter bench-agreement` (see evaluator/train/duplicates.py): the most alike
+    # From `tinyrouter dev agreement` (see evaluator/studies/alike.py): the most alike
     # independently trained pair plus its MARGIN, rounded to 0.01
     duplicate_agreement: float = 0.88
     max_abs_weight: float = 1e6

@@ -15,8 +15,7 @@ PUBLIC = [
 ]
 
 COMMANDS = [
-    "baseline", "basis", "bench", "bench-agreement", "bench-sandbox", "bench-scale", "bench-startup",
-    "bench-training", "collect", "demo",
+    "baseline", "basis", "collect", "demo", "dev",
     "diff", "encoder", "evaluate", "fairness", "gates", "gh", "grade", "leaderboard", "ledger",
     "pack", "pool", "preflight", "reveal", "runner", "score", "seal", "site", "train", "verify-benchmark",
 ]
@@ -32,6 +31,29 @@ def test_subcommands_are_pinned():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     assert sorted(sub.choices) == COMMANDS
+
+
+def test_the_help_lists_every_command_once_by_audience(capsys):
+    from evaluator.cli import AUDIENCES
+    from evaluator.cli import COMMANDS as TABLE
+
+    listed = [name for _, names, _ in AUDIENCES for name in names]
+    assert sorted(listed) == sorted(TABLE) == COMMANDS
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    text = capsys.readouterr().out
+    for title, names, example in AUDIENCES:
+        assert title in text and f"e.g. {example}" in text
+        assert all(f"  {name} " in text for name in names)
+
+
+def test_the_studies_are_one_group_apart_from_the_product():
+    from evaluator.commands.dev import STUDIES
+
+    sub = next(a for a in build_parser(["dev"])._actions if a.dest == "command")
+    studies = next(a for a in sub.choices["dev"]._actions if a.dest == "study")
+    assert sorted(studies.choices) == sorted(STUDIES)
+    assert not any(name.startswith("bench") for name in COMMANDS)
 
 
 def test_every_subcommand_builds_its_parser():

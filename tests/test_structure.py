@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "evaluator"
-COMMAND_LAYER = ("evaluator.cli", "evaluator.commands", "evaluator.__main__")
+# the studies (`tinyrouter dev`) sit beside the commands: they may use them, nothing uses them
+STUDIES = "evaluator.studies"
+COMMAND_LAYER = ("evaluator.cli", "evaluator.commands", "evaluator.__main__", STUDIES)
 HEAVY = ("torch", "transformers", "matplotlib", "mkdocs")
 
 
@@ -75,6 +77,14 @@ def test_nothing_below_the_command_layer_imports_it():
     upward = {n: sorted(t for t in targets if t.startswith(COMMAND_LAYER))
               for n, targets in below.items()}
     assert {n: t for n, t in upward.items() if t} == {}
+
+
+def test_the_product_never_imports_its_studies():
+    """Timing and measurement code lives in evaluator/studies and only `tinyrouter dev` runs
+    it (by name): what the studies time is what ships, and nothing shipped depends on them."""
+    users = {n: sorted(t for t in targets if t.startswith(STUDIES))
+             for n, targets in GRAPH.items() if not n.startswith(STUDIES)}
+    assert {n: t for n, t in users.items() if t} == {}
 
 
 @pytest.mark.parametrize("argv", [

@@ -87,7 +87,7 @@ def test_gates_render_their_comment_from_the_core_of_an_installed_wheel(installe
 # a command, and the extra it needs that is missing
 NEEDS = [
     (["train", "--benchmarks", "mmlu", "--run-name", "r"], "model"),
-    (["bench", "coordinator"], "model"),
+    (["dev", "coordinator"], "model"),
     (["grade", "math500", "--reference", "2", "--response-file", "answer.txt"], "grade"),
     (["site", "build", "--out", "public"], "site"),
 ]

@@ -36,7 +36,7 @@ BUDGET_BYTES = 2 * 1024**3
 CHUNK_TOKENS = 8192  # tokens per chunk: bounds the activations of one tail pass
 # Bytes of one batched tail pass (see `candidate_bytes`), by device. 0 on a CPU: one candidate a
 # pass, as its matrix products already run at full speed on one candidate's rows and wider passes
-# only fall out of its caches (`bench coordinator --activation-mib` measures it); a GPU needs
+# only fall out of its caches (`dev coordinator --activation-mib` measures it); a GPU needs
 # wide passes to fill it.
 ACTIVATION_BYTES = {"cpu": 0, "cuda": 8 * 1024**3}
 

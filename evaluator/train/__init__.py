@@ -2,5 +2,6 @@
 
 Modules by job: `data` (training rows and the training set), `fitness` (expected cached
 accuracy through the router's head), `run` (the optimiser, checkpoints, summary), `live`
-(multi-turn fitness through the pool) and `bench` (`tinyrouter bench-training`).
+(multi-turn fitness through the pool), `start` (the fitted start) and `roles` (the role rows).
+The training benchmark is a study (`evaluator/studies`, `tinyrouter dev training`).
 """

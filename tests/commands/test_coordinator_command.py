@@ -1,4 +1,4 @@
-"""The coordinator's commands: `encoder make-tiny` and the `bench coordinator` smoke run."""
+"""The coordinator's commands: `encoder make-tiny` and the `dev coordinator` smoke run."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_make_tiny_writes_a_checkpoint_and_its_rules(tmp_path, capsys):
 
 def test_bench_tiny_reports_every_field(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    argv = ["bench", "coordinator", "--shape", "tiny", "-N", "3", "-K", "2", "-R", "1",
+    argv = ["dev", "coordinator", "--shape", "tiny", "-N", "3", "-K", "2", "-R", "1",
             "--threads", "1", "--json", str(out)]
     assert main(argv) == 0
     printed = capsys.readouterr().out
@@ -46,13 +46,13 @@ def test_bench_tiny_reports_every_field(tmp_path, capsys):
 
 @pytest.mark.parametrize("flag", ["--questions", "--candidates", "--tokens", "--repeats"])
 def test_bench_refuses_empty_runs(flag, capsys):
-    assert main(["bench", "coordinator", flag, "0"]) == 2
+    assert main(["dev", "coordinator", flag, "0"]) == 2
     assert f"{flag} must be at least 1" in capsys.readouterr().err
 
 
 def test_bench_batches_a_generation_within_the_given_budget(tmp_path):
     out = tmp_path / "bench.json"
-    argv = ["bench", "coordinator", "-N", "2", "-K", "3", "-R", "1", "--activation-mib", "64",
+    argv = ["dev", "coordinator", "-N", "2", "-K", "3", "-R", "1", "--activation-mib", "64",
             "--json", str(out)]
     assert main(argv) == 0
     result = json.loads(out.read_text())
@@ -61,5 +61,5 @@ def test_bench_batches_a_generation_within_the_given_budget(tmp_path):
 
 
 def test_bench_refuses_a_negative_budget(capsys):
-    assert main(["bench", "coordinator", "--activation-mib", "-1"]) == 2
+    assert main(["dev", "coordinator", "--activation-mib", "-1"]) == 2
     assert "--activation-mib must not be negative" in capsys.readouterr().err

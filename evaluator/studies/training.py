@@ -1,4 +1,4 @@
-"""`tinyrouter bench-training`: a default training run on the demo, scored on held-out items."""
+"""`tinyrouter dev training`: a default training run on the demo, scored on held-out items."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from evaluator.errors import UsageError
 TRAINING_OPTIONS = ("generations", "popsize", "sigma0", "minibatch", "scales_step", "shrink")
 
 
-def add_bench_training(p: argparse.ArgumentParser) -> None:
+def add_training(p: argparse.ArgumentParser) -> None:
     p.description = ("Build the tiny encoder, answer the demo's train and eval items through the "
                      "loopback simulator, train a head with the default settings and report its "
                      "cached accuracy on the eval split next to the best single model and the "
@@ -32,14 +32,14 @@ def add_bench_training(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-PARSERS = {"bench-training": add_bench_training}
+PARSERS = {"training": add_training}
 
 
 def run(args: argparse.Namespace) -> int:
     # torch and the trainer load only when the benchmark runs, so --help works without them
     from tqdm import tqdm
 
-    from evaluator.train.bench import TARGET_MARGIN, BenchOptions, meets_target, run_bench
+    from evaluator.studies.training_runs import TARGET_MARGIN, BenchOptions, meets_target, run_bench
 
     for name in ("limit", "threads"):
         if getattr(args, name) is not None and getattr(args, name) <= 0:

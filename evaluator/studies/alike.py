@@ -33,8 +33,8 @@ from evaluator.gates import fingerprint
 from evaluator.loop import coordinator_transcript
 from evaluator.pool.simulator import bundled_simulator, serve_simulator
 from evaluator.rules import Competition
+from evaluator.studies.training_runs import demo_rows
 from evaluator.submission.weights import read_weights
-from evaluator.train.bench import demo_rows
 from evaluator.train.data import TrainingSet
 from evaluator.train.fitness import encoder_featurizer
 from evaluator.train.run import BEST_FILE, TrainConfig, run_training

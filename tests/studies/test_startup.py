@@ -1,4 +1,4 @@
-"""`tinyrouter bench-startup`: every light command runs, and ratios come against the floor."""
+"""`tinyrouter dev startup`: every light command runs, and ratios come against the floor."""
 
 import json
 
@@ -7,7 +7,7 @@ from evaluator.cli import main
 
 def test_every_light_command_starts_and_is_timed_against_the_floor(tmp_path, capsys):
     out = tmp_path / "startup.json"
-    assert main(["bench-startup", "--repeats", "1", "--json", str(out)]) == 0
+    assert main(["dev", "startup", "--repeats", "1", "--json", str(out)]) == 0
     report = json.loads(out.read_text())["commands"]
     assert report["python -c 'import numpy, httpx, safetensors'"]["ratio"] == 1.0
     assert {"tinyrouter --help", "tinyrouter preflight", "tinyrouter gates",
@@ -17,4 +17,4 @@ def test_every_light_command_starts_and_is_timed_against_the_floor(tmp_path, cap
 
 
 def test_repeats_must_be_positive(capsys):
-    assert main(["bench-startup", "--repeats", "0"]) == 2
+    assert main(["dev", "startup", "--repeats", "0"]) == 2

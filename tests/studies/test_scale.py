@@ -1,14 +1,14 @@
-"""`tinyrouter bench-scale`: synthetic boards that validate, and every command timed on each."""
+"""`tinyrouter dev scale`: synthetic boards that validate, and every command timed on each."""
 
 import json
 
 import pytest
 
 from evaluator.cli import main
-from evaluator.commands.bench_scale import build_board
 from evaluator.leaderboard import check_result, validate_state
 from evaluator.rules import OFFICIAL
 from evaluator.store import Store
+from evaluator.studies.scale import build_board
 
 
 def test_a_synthetic_board_is_a_valid_leaderboard(tmp_path):
@@ -22,7 +22,7 @@ def test_a_synthetic_board_is_a_valid_leaderboard(tmp_path):
 @pytest.mark.slow
 def test_every_command_is_timed_on_every_board(tmp_path, capsys):
     out = tmp_path / "scale.json"
-    assert main(["bench-scale", "--sizes", "3,1", "--repeats", "1", "--heads", "2",
+    assert main(["dev", "scale", "--sizes", "3,1", "--repeats", "1", "--heads", "2",
                  "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["sizes"] == [1, 3]
@@ -37,4 +37,4 @@ def test_every_command_is_timed_on_every_board(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv", [["--repeats", "0"], ["--sizes", "ten"], ["--sizes", "0"]])
 def test_bad_options_are_usage_errors(argv):
-    assert main(["bench-scale", *argv]) == 2
+    assert main(["dev", "scale", *argv]) == 2

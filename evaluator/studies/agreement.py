@@ -1,4 +1,4 @@
-"""`tinyrouter bench-agreement`: the evidence for the behavioural duplicate threshold."""
+"""`tinyrouter dev agreement`: the evidence for the behavioural duplicate threshold."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
 
 
-def add_bench_agreement(p: argparse.ArgumentParser) -> None:
+def add_agreement(p: argparse.ArgumentParser) -> None:
     p.description = ("Train several heads on the demo's public train items with different "
                      "seeds and report how often each pair picks the same turn-1 model, next to "
                      "every disguised copy of a head and gate 3's weight cosine: the evidence "
@@ -23,7 +23,7 @@ def add_bench_agreement(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-PARSERS = {"bench-agreement": add_bench_agreement}
+PARSERS = {"agreement": add_agreement}
 
 
 def summary(report: dict) -> list[str]:
@@ -48,7 +48,7 @@ def summary(report: dict) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from evaluator.train.duplicates import run_agreement
+    from evaluator.studies.alike import run_agreement
 
     if args.heads < 2 or args.generations < 1 or (args.limit is not None and args.limit < 1):
         raise UsageError("--heads must be at least 2, --generations and --limit positive")

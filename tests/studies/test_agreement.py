@@ -1,8 +1,8 @@
 import pytest
 
 from evaluator.cli import main
-from evaluator.commands.bench_agreement import summary
 from evaluator.rules import OFFICIAL
+from evaluator.studies.agreement import summary
 
 
 def report(high, copies):
@@ -35,7 +35,7 @@ def test_the_summary_says_which_check_catches_each_copy_and_whether_honest_heads
 @pytest.mark.slow
 def test_a_small_measurement_runs_end_to_end(tmp_path, capsys):
     out = tmp_path / "agreement.json"
-    assert main(["bench-agreement", "--heads", "2", "--generations", "2", "--limit", "6",
+    assert main(["dev", "agreement", "--heads", "2", "--generations", "2", "--limit", "6",
                  "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "independent pairs agree on" in text and "exact" in text
@@ -45,5 +45,5 @@ def test_a_small_measurement_runs_end_to_end(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv", [["--heads", "1"], ["--generations", "0"], ["--limit", "0"]])
 def test_bad_counts_are_refused(argv, capsys):
-    assert main(["bench-agreement", *argv]) == 2
+    assert main(["dev", "agreement", *argv]) == 2
     assert "--heads must be at least 2" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import pytest
 from evaluator.baselines import gap_closed
 from evaluator.cli import main
 from evaluator.rules import OFFICIAL
-from evaluator.train.bench import meets_target, routing_report
+from evaluator.studies.training_runs import meets_target, routing_report
 from evaluator.train.data import TrainingSet
 
 
@@ -61,7 +61,7 @@ def test_bench_training_command_reports_a_short_run(tmp_path, capsys):
     # small hidden splits and a few items per benchmark keep the run to seconds
     competition = tmp_path / "small.json"
     competition.write_text(json.dumps({"eval_size": 12, "audit_size": 4, "live_size": 2}))
-    code = main(["--competition", str(competition), "bench-training", "--generations", "2",
+    code = main(["--competition", str(competition), "dev", "training", "--generations", "2",
                  "--limit", "6", "--json", str(out), "--no-progress"])
     assert code == 0
     report = json.loads(out.read_text())

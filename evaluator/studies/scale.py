@@ -1,4 +1,4 @@
-"""`tinyrouter bench-scale`: how the light commands' cost grows with a season's records.
+"""`tinyrouter dev scale`: how the light commands' cost grows with a season's records.
 
 For each size N it builds a synthetic board: a sealed season's manifest and feature basis
 (as many directions as the rules allow, so gate 3 works as on a real board), a seeded king
@@ -28,7 +28,6 @@ import numpy as np
 
 from evaluator.basis import BASIS_FILE, FeatureBasis, read_basis, write_basis
 from evaluator.benchmarks.sealing import build_manifest
-from evaluator.commands.bench_startup import fixture_repo, fixture_submission, timed
 from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
 from evaluator.files import dumps, format_time
@@ -37,14 +36,15 @@ from evaluator.records import KING, LOST, Attempt, Crowning, King, Result, Seen
 from evaluator.rules import Competition
 from evaluator.scoring import BenchmarkScore
 from evaluator.store import ATTEMPTS_FILE, MANIFEST_FILE, Store
+from evaluator.studies.startup import fixture_repo, fixture_submission, timed
 
 DEFAULT_SIZES = (100, 1000)
 START = datetime(2026, 1, 5, tzinfo=UTC)  # the synthetic season's first evaluation
-KING_LOGIN = "alice"  # the king's folder (bench-startup's fixture)
+KING_LOGIN = "alice"  # the king's folder (the start-up study's fixture)
 NEWCOMER, NEWCOMER_SHA = "newcomer", "e" * 40  # the head the gates and apply are timed on
 
 
-def add_bench_scale(p: argparse.ArgumentParser) -> None:
+def add_scale(p: argparse.ArgumentParser) -> None:
     p.description = ("Build synthetic boards of N attempts and results (official head shape) "
                      "and time `gates` on one new head, `leaderboard apply`, `leaderboard "
                      "validate` and `site build` on each, R times, in fresh interpreters: "
@@ -60,7 +60,7 @@ def add_bench_scale(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-PARSERS = {"bench-scale": add_bench_scale}
+PARSERS = {"scale": add_scale}
 
 
 def _sha(rng: np.random.Generator, nbytes: int = 20) -> str:

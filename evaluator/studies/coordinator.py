@@ -1,4 +1,4 @@
-"""`tinyrouter bench coordinator`: time the naive, cached and batched coordinator side by side."""
+"""`tinyrouter dev coordinator`: time the naive, cached and batched coordinator side by side."""
 
 from __future__ import annotations
 
@@ -9,14 +9,11 @@ from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
 
 
-def add_bench(parser: argparse.ArgumentParser) -> None:
-    kinds = parser.add_subparsers(dest="bench", metavar="WHAT", required=True)
-    p = kinds.add_parser(
-        "coordinator", help="full forward per θ against the frozen-prefix cache, side by side",
-        description="Times K full forwards (naive), K per-candidate cached calls and one batched "
-                    "call for the whole generation. generation_ratio = naive over batched, the "
-                    "prefix build excluded (training builds it once for all generations); "
-                    "generation_ratio_with_prefix adds one prefix build.")
+def add_coordinator(p: argparse.ArgumentParser) -> None:
+    p.description = ("Times K full forwards (naive), K per-candidate cached calls and one "
+                     "batched call for the whole generation. generation_ratio = naive over "
+                     "batched, the prefix build excluded (training builds it once for all "
+                     "generations); generation_ratio_with_prefix adds one prefix build.")
     p.add_argument("--shape", choices=("tiny", "qwen3-0.6b"), default="tiny",
                    help="tiny checkpoint, or a random model with Qwen3-0.6B's shape")
     p.add_argument("--questions", "-N", type=int, default=4, metavar="N", help="transcripts")
@@ -37,13 +34,13 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-PARSERS = {"bench": add_bench}
+PARSERS = {"coordinator": add_coordinator}
 
 
 def run(args: argparse.Namespace) -> int:
     # torch loads only when a benchmark runs, so --help works on the core install
-    from evaluator.coordinator.bench import BenchConfig
-    from evaluator.coordinator.bench import run as bench
+    from evaluator.studies.forwards import BenchConfig
+    from evaluator.studies.forwards import run as bench
 
     for name in ("questions", "candidates", "tokens", "repeats"):
         if getattr(args, name) < 1:

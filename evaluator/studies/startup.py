@@ -1,4 +1,4 @@
-"""`tinyrouter bench-startup`: how long the light commands take to start, against a floor.
+"""`tinyrouter dev startup`: how long the light commands take to start, against a floor.
 
 The floor is `python -c "import numpy, httpx, safetensors"`: what the light commands truly
 need. Each command runs R times in a fresh interpreter on a throwaway repository holding one
@@ -26,7 +26,7 @@ FLOOR = ("python -c 'import numpy, httpx, safetensors'",
          [sys.executable, "-c", "import numpy, httpx, safetensors"])
 
 
-def add_bench_startup(p: argparse.ArgumentParser) -> None:
+def add_startup(p: argparse.ArgumentParser) -> None:
     p.description = ("Time `tinyrouter --help`, `preflight`, `gates`, `leaderboard validate` and "
                      "`grade` from a cold interpreter, R times each, as ratios to importing "
                      "numpy, httpx and safetensors (medians, same run). A benchmark, not a test.")
@@ -36,7 +36,7 @@ def add_bench_startup(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-PARSERS = {"bench-startup": add_bench_startup}
+PARSERS = {"startup": add_startup}
 
 
 def fixture_repo(root: Path, rules: Competition) -> str:

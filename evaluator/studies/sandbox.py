@@ -1,4 +1,4 @@
-"""`tinyrouter bench-sandbox`: what one sandboxed program costs, per isolation on this machine."""
+"""`tinyrouter dev sandbox`: what one sandboxed program costs, per isolation on this machine."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from evaluator.commands.output import write_json_out
 from evaluator.errors import TinyRouterError, UsageError
 
 
-def add_bench_sandbox(p: argparse.ArgumentParser) -> None:
+def add_sandbox(p: argparse.ArgumentParser) -> None:
     p.description = ("Run a trivial program and a call-based one R times in each isolation "
                      "this machine offers (bubblewrap where it works, and rlimits) and report "
                      "the median wall time per program, and whether a cgroup or per-process "
@@ -31,7 +31,7 @@ def add_bench_sandbox(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-PARSERS = {"bench-sandbox": add_bench_sandbox}
+PARSERS = {"sandbox": add_sandbox}
 
 
 def run(args: argparse.Namespace) -> int:

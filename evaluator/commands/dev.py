@@ -1,0 +1,32 @@
+"""`tinyrouter dev STUDY`: the studies (evaluator/studies), apart from the product's commands."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+# name → (module in evaluator.studies, one line)
+STUDIES = {
+    "coordinator": ("coordinator", "time full forwards per θ against the frozen-prefix cache"),
+    "startup": ("startup", "time the light commands' start-up against importing numpy, httpx "
+                           "and safetensors"),
+    "sandbox": ("sandbox", "time the code sandbox per program and per test"),
+    "scale": ("scale", "time gates, apply, validate and the site build on synthetic boards of "
+                       "N records"),
+    "training": ("training", "train on the demo corpus and score its held-out split"),
+    "agreement": ("agreement", "how alike independent heads route, next to copies: the "
+                               "behavioural duplicate threshold"),
+}
+
+
+def add_dev(p: argparse.ArgumentParser) -> None:
+    p.description = ("Studies of the product (benchmarks and evidence, not tests): each times "
+                     "or measures something and prints it, medians over repeats and ratios "
+                     "from the same run.")
+    studies = p.add_subparsers(dest="study", metavar="STUDY", required=True)
+    for name, (module, summary) in STUDIES.items():
+        child = studies.add_parser(name, help=summary)
+        importlib.import_module(f"evaluator.studies.{module}").PARSERS[name](child)
+
+
+PARSERS = {"dev": add_dev}
