@@ -14,27 +14,44 @@ The figures, each also computed with one rule taken away (what that rule buys):
   per benchmark and on any of them; a reference head at accuracy 0.6, and the heads that
   always pick the matrix's best single model. Without: the old 150/50 eval/audit split.
 - **false crown**: how often a challenger exactly as good as the king is crowned, when the
-  two heads' choices differ on 10, 30 or 60 % of items. Without: the margin alone decides.
+  two heads' choices differ on a share of items from the least the behavioural duplicate check
+  lets through (1 − `duplicate_agreement`) up to 60 %; a share below it is left out, since a
+  head that close to the king is rejected before it is scored.
 - **power**: how often a challenger truly better by 0.01–0.05 composite is crowned: an equal
-  challenger (choices differing from the king's on 0, 10 or 30 % of items) that also picks
-  each item's best model more often. Without: the margin alone.
+  challenger (other choices differing from the king's on that least share, or on 30 % of
+  items) that also picks each item's best model more often; left out where the heads would
+  differ on less than the behavioural check allows, or the matrix has no room for the
+  advantage.
+- **campaign**: the chance that at least one of 100, 300 or 1,000 near-equal submissions
+  (choices differing on the least share the behavioural check allows) is crowned, from the
+  per-evaluation rate.
+- **live sessions**: per evaluation, both heads on every benchmark: when the first stage
+  decides, expected for a near-equal challenger and in the costliest scenario simulated, and
+  at worst.
 - **hill climb**: what a miner gains on the board, not in routing, by submitting random
   variations of a head and keeping whichever published delta went up (one king, many sybil
   logins). Without: a fixed split and exact published deltas.
 
-Modelling choices, documented on the site's Fairness page: live questions take 1, 2 or 3
-turns (probabilities 0.25, 0.5, 0.25), and the same choice on the same item takes the same
-turns and gets the same grade for both heads; a live answer is right with the same chance as
-that model's cached answer; a matrix with fewer items than a hidden benchmark needs is
-sampled with replacement.
+Every crown rate comes with its Monte Carlo standard error and in two columns.
+**Independent** (the default): the king's live sessions are a fresh run, as a provider's is
+even at temperature 0: two runs of one call get different grades with chance `RERUN_FLIP`,
+measured on the peer data's repeated samples. **Shared**: the same choice on the same item
+gets the same grade and turns for both heads, as the evaluation's shared responses give where
+both heads make every call of a session alike.
+
+Other modelling choices, documented on the site's Fairness page: live questions take 1, 2 or
+3 turns (probabilities 0.25, 0.5, 0.25); a live answer is right with the chance of that
+model's cached answer, moved toward one half where the matrix is surer than a re-run is; a
+matrix with fewer items than a hidden benchmark needs is sampled with replacement.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +60,7 @@ import numpy as np
 
 from evaluator.baselines import matrix_from_json
 from evaluator.errors import BaselineError
-from evaluator.records import KING, REJECTED
+from evaluator.records import KING
 from evaluator.rules import ROLES, Competition
 from evaluator.scoring import (
     TOLERANCE,
@@ -57,12 +74,17 @@ from evaluator.scoring import (
 from evaluator.types import Decision
 from evaluator.verdict import MORE, evidence, evidence_outcome, judge
 
-FORMAT = 1
+FORMAT = 2
 REFERENCE_ACCURACY = 0.6
-DISAGREEMENTS = (0.1, 0.3, 0.6)
+DISAGREEMENTS = (0.1, 0.3, 0.6)  # besides the least the behavioural check lets through
 ADVANTAGES = (0.01, 0.02, 0.03, 0.05)
-POWER_DISAGREEMENTS = (0.0, 0.1, 0.3)  # 0: a successor that changes only what it improves
+POWER_DISAGREEMENT = 0.3  # besides the least the behavioural check lets through
 SUBMISSIONS = (100, 300, 1000)
+# the chance two runs of one call get different grades: the peer data's repeated samples
+# disagree on 0.10 (MATH-500, 5 samples) and 0.19 (MMLU, 3 samples) of pairs; their middle
+RERUN_FLIP = 0.15
+INDEPENDENT, SHARED = "independent", "shared"
+Z95 = 1.959964
 CLIMB_MUTATION = 0.05  # the share of items whose choice one variation of the weights changes
 CLIMB_CHECK_PARTITIONS = 16  # fresh partitions averaged to score a climber's head
 OLD_AUDIT_SIZE = 50  # the audit split before the scored pool (a fixed 150/50 split)
@@ -78,6 +100,11 @@ class Matrix:
     # what a head can learn of each item's chances (the demo: its category's persona skills);
     # None: the chances themselves
     known: dict[str, np.ndarray] | None = None
+
+    @functools.cached_property
+    def live(self) -> dict[str, np.ndarray]:
+        """Per benchmark, each live call's chance of a right answer (`rerun_chance`)."""
+        return {bench: rerun_chance(p) for bench, p in self.p.items()}
 
     def learnable(self, bench: str) -> np.ndarray:
         return self.p[bench] if self.known is None else self.known[bench]
@@ -145,23 +172,46 @@ def rules_for(matrix: Matrix, rules: Competition) -> Competition:
 @dataclass(frozen=True)
 class Hidden:
     """One drawn hidden benchmark: per benchmark the chances and the drawn 0/1 correctness of
-    every model on the scored pool and on the live split."""
+    every model on the scored pool and on the live split; `rerun` is a second, independent run
+    of every live call (the king's, when live play is not shared)."""
 
     p_pool: dict[str, np.ndarray]
     p_live: dict[str, np.ndarray]
     pool: dict[str, np.ndarray]
     live: dict[str, np.ndarray]
+    rerun: dict[str, np.ndarray]
+
+
+def rerun_chance(p: np.ndarray, flip: float = RERUN_FLIP) -> np.ndarray:
+    """Each live call's chance of a right answer: the matrix's, moved toward one half where the
+    matrix is surer than a provider is, so that two independent runs of a call disagree (with
+    chance 2q(1 − q)) at least `flip` of the time on average; a 0/1 matrix, like the demo
+    corpus's, gets exactly that."""
+    def spread(edge: float) -> float:
+        q = p + edge * (1 - 2 * p)
+        return float((2 * q * (1 - q)).mean())
+
+    if spread(0.0) >= flip:
+        return p
+    low, high = 0.0, 0.5
+    for _ in range(40):
+        mid = (low + high) / 2
+        low, high = (mid, high) if spread(mid) < flip else (low, mid)
+    return p + high * (1 - 2 * p)
 
 
 def draw_hidden(matrix: Matrix, rules: Competition, rng: np.random.Generator) -> Hidden:
-    parts: dict[str, dict[str, np.ndarray]] = {k: {} for k in ("p_pool", "p_live", "pool", "live")}
+    parts: dict[str, dict[str, np.ndarray]] = {
+        k: {} for k in ("p_pool", "p_live", "pool", "live", "rerun")}
     for bench in rules.benchmarks:
-        p = matrix.p[bench]
         need = rules.pool_size + rules.live_size
-        rows = p[rng.choice(len(p), need, replace=len(p) < need)]
-        drawn = rng.random(rows.shape) < rows
-        parts["p_pool"][bench], parts["p_live"][bench] = rows[:rules.pool_size], rows[rules.pool_size:]
-        parts["pool"][bench], parts["live"][bench] = drawn[:rules.pool_size], drawn[rules.pool_size:]
+        picks = rng.choice(len(matrix.p[bench]), need, replace=len(matrix.p[bench]) < need)
+        pool = matrix.p[bench][picks[:rules.pool_size]]
+        live = matrix.live[bench][picks[rules.pool_size:]]
+        parts["p_pool"][bench], parts["p_live"][bench] = pool, live
+        parts["pool"][bench] = rng.random(pool.shape) < pool
+        parts["live"][bench] = rng.random(live.shape) < live
+        parts["rerun"][bench] = rng.random(live.shape) < live
     return Hidden(**parts)
 
 
@@ -241,28 +291,47 @@ def improved(head: Head, hidden: Hidden, share: float, rules: Competition,
 
 def improvement_slope(matrix: Matrix, disagreement: float, rules: Competition) -> float:
     """The true composite gain of `improved(share=1)` over an `equal_pair` challenger, in
-    expectation: per benchmark the accuracy it adds, times what accuracy is worth."""
-    gains = []
-    for bench in rules.benchmarks:
-        p = matrix.p[bench]
-        best = int(np.argmax(p.mean(axis=0)))
+    expectation: per benchmark the accuracy it adds on cached and on live items, times what
+    each is worth."""
+    def gain(p: np.ndarray, best: int) -> float:
         top = p.max(axis=1)
         # the challenger picks the base model, or (on disagreement) any model, each equally
         any_model = (top[:, None] - p).mean(axis=1)
-        gains.append(float(((1 - disagreement) * (top - p[:, best])
-                            + disagreement * any_model).mean()))
+        return float(((1 - disagreement) * (top - p[:, best]) + disagreement * any_model).mean())
+
     mean_turns = float(TURNS @ TURN_WEIGHTS)
     spare = max(0.0, (rules.max_turns - mean_turns) / (rules.max_turns - 1))
-    worth = rules.weight_cached + rules.weight_live + rules.weight_efficiency * spare
-    return float(np.mean(gains)) * worth
+    gains = []
+    for bench in rules.benchmarks:
+        best = int(np.argmax(matrix.p[bench].mean(axis=0)))
+        gains.append(rules.weight_cached * gain(matrix.p[bench], best)
+                     + (rules.weight_live + rules.weight_efficiency * spare)
+                     * gain(matrix.live[bench], best))
+    return float(np.mean(gains))
+
+
+def differing(matrix: Matrix, disagreement: float, share: float, rules: Competition) -> float:
+    """The expected share of items on which the king and an `equal_pair` challenger at
+    `disagreement`, `improved` by `share`, choose different models: what the behavioural
+    duplicate check sees."""
+    shares = []
+    for bench in rules.benchmarks:
+        p = matrix.p[bench]
+        moved_off = float((np.argmax(p, axis=1) != int(np.argmax(p.mean(axis=0)))).mean())
+        shares.append(disagreement * (1 - share / rules.n_models)
+                      + (1 - disagreement) * share * moved_off)
+    return float(np.mean(shares))
 
 
 # ---------------------------------------------------------------- scoring, as an evaluation does
 
 
-def measure(hidden: Hidden, head: Head, halves: Halves, bench: str) -> Measured:
+def measure(hidden: Hidden, head: Head, halves: Halves, bench: str,
+            rerun: bool = False) -> Measured:
+    """The head's numbers on one benchmark; `rerun`: its live grades from the second run."""
     pool = hidden.pool[bench][np.arange(head.pool[bench].size), head.pool[bench]]
-    live = hidden.live[bench][np.arange(head.live[bench].size), head.live[bench]]
+    grades = hidden.rerun if rerun else hidden.live
+    live = grades[bench][np.arange(head.live[bench].size), head.live[bench]]
     best = hidden.pool[bench][:, int(np.argmax(hidden.pool[bench].mean(axis=0)))]
     eval_idx, audit_idx = halves[bench]
     return Measured(pool[eval_idx].astype(float), pool[audit_idx].astype(float),
@@ -314,25 +383,33 @@ def _first(m: Measured, live: int) -> Measured:
                                live_turns=m.live_turns[:live])
 
 
+def rerun_turns(head: Head, rng: np.random.Generator) -> Head:
+    """The head with every live question's turns drawn afresh (a re-run of its sessions)."""
+    return dataclasses.replace(head, turns={b: draw_turns(t.size, rng)
+                                            for b, t in head.turns.items()})
+
+
 def crowned(hidden: Hidden, king: Head, challenger: Head, halves: Halves, rules: Competition,
-            interval: bool = True) -> bool:
-    """Whether the challenger takes the crown in this evaluation: `verdict.judge`, stage by
-    stage, as an evaluation calls it. Without `interval`, the margin alone on the published
-    composites of the first stage decides (the overfit gate first)."""
+            live: str = INDEPENDENT,
+            rng: np.random.Generator | None = None) -> tuple[bool, int]:
+    """Whether the challenger takes the crown in this evaluation, and the live questions per
+    benchmark each head played: `verdict.judge`, stage by stage, as an evaluation calls it.
+    `live`: INDEPENDENT runs the king's live sessions again (grades, and turns drawn with
+    `rng`); SHARED gives both heads the same grade and turns where they choose alike."""
+    if live == INDEPENDENT:
+        king = rerun_turns(king, rng or np.random.default_rng())
     nov = novelties(challenger, king, halves, rules)
     mine = {b: measure(hidden, challenger, halves, b) for b in rules.benchmarks}
-    theirs = {b: measure(hidden, king, halves, b) for b in rules.benchmarks}
+    theirs = {b: measure(hidden, king, halves, b, rerun=live == INDEPENDENT)
+              for b in rules.benchmarks}
     played = 0
     for stage, size in enumerate(rules.live_stages, start=1):
         played += size
         decided = judge({b: _first(m, played) for b, m in mine.items()},
                         {b: _first(m, played) for b, m in theirs.items()}, nov, rules, stage)
-        if not interval:
-            return (decided.outcome != REJECTED and decided.delta is not None
-                    and decided.delta >= rules.win_margin - TOLERANCE)
         if decided.outcome != MORE:
-            return decided.outcome == KING
-    return False
+            return decided.outcome == KING, played
+    return False, played
 
 
 # ---------------------------------------------------------------- the figures
@@ -340,6 +417,22 @@ def crowned(hidden: Hidden, king: Head, challenger: Head, halves: Halves, rules:
 
 def _rate(hits: Sequence[bool]) -> float:
     return float(np.mean(hits)) if len(hits) else math.nan
+
+
+def standard_error(rate: float, trials: int) -> float:
+    """The Monte Carlo standard error of a rate seen in `trials` independent trials."""
+    return math.sqrt(rate * (1 - rate) / trials) if trials else math.nan
+
+
+def upper_bound(rate: float, trials: int) -> float:
+    """The upper end of the rate's 95% Wilson interval: above zero even when no trial hit."""
+    if not trials:
+        return math.nan
+    z2 = Z95 * Z95
+    centre = (rate + z2 / (2 * trials)) / (1 + z2 / trials)
+    half = Z95 * math.sqrt(rate * (1 - rate) / trials + z2 / (4 * trials * trials)) / (
+        1 + z2 / trials)
+    return min(1.0, centre + half)
 
 
 def honest_rates(matrix: Matrix, rules: Competition, trials: int,
@@ -416,19 +509,53 @@ def memorisation_rates(matrix: Matrix, rules: Competition, trials: int,
 
 def crown_rate(matrix: Matrix, rules: Competition, trials: int, rng: np.random.Generator,
                disagreement: float, share: float = 0.0) -> dict[str, float]:
-    """P(crowned) with the interval rule and with the margin alone, for an equal pair at
-    `disagreement` whose challenger is `improved` by `share`."""
-    with_interval, margin_only = [], []
+    """P(crowned), with its standard error, for an equal pair at `disagreement` whose
+    challenger is `improved` by `share`: with independent live re-runs and with shared live
+    play; the share of items the heads' choices differ on, and the live questions per
+    benchmark each head played (independent re-runs)."""
+    hits: dict[str, list[bool]] = {INDEPENDENT: [], SHARED: []}
+    played, differ = [], []
     for _ in range(trials):
         hidden = draw_hidden(matrix, rules, rng)
         king, challenger = equal_pair(best_single(hidden, matrix, rules), disagreement, rules, rng)
         if share > 0:
             challenger = improved(challenger, hidden, share, rules, rng)
+        differ.append(np.mean([np.mean(king.pool[b] != challenger.pool[b])
+                               for b in rules.benchmarks]))
         halves = draw_halves(rules, rng)
-        margin = crowned(hidden, king, challenger, halves, rules, interval=False)
-        margin_only.append(margin)
-        with_interval.append(margin and crowned(hidden, king, challenger, halves, rules))
-    return {"crowned": _rate(with_interval), "margin_only": _rate(margin_only)}
+        for live, seen in hits.items():
+            won, items = crowned(hidden, king, challenger, halves, rules, live, rng)
+            seen.append(won)
+            if live == INDEPENDENT:
+                played.append(items)
+    rates = {live: _rate(seen) for live, seen in hits.items()}
+    return {"trials": trials, "differ": float(np.mean(differ)),
+            "crowned": rates[INDEPENDENT], "crowned_se": standard_error(rates[INDEPENDENT], trials),
+            "shared": rates[SHARED], "shared_se": standard_error(rates[SHARED], trials),
+            "live_items": float(np.mean(played))}
+
+
+def campaign(per_evaluation: float, trials: int) -> list[dict[str, float]]:
+    """P(at least one crown) among each count of SUBMISSIONS evaluations, from a
+    per-evaluation rate seen in `trials` trials: with its standard error (the delta method)
+    and the upper end of its 95% interval (from the rate's Wilson interval, so a rate seen
+    in no trial still bounds the campaign). Evaluations are independent: each draws its own
+    partition, live order and live runs."""
+    se, high = standard_error(per_evaluation, trials), upper_bound(per_evaluation, trials)
+    return [{"submissions": n, "any": 1 - (1 - per_evaluation) ** n,
+             "se": n * (1 - per_evaluation) ** (n - 1) * se, "upper": 1 - (1 - high) ** n}
+            for n in SUBMISSIONS]
+
+
+def sessions(rows: Sequence[dict[str, Any]], benchmarks: int,
+             rules: Competition) -> dict[str, float]:
+    """Live sessions per evaluation, both heads on each of `benchmarks` benchmarks: when the
+    first stage decides, expected for the first row's challenger (the near-equal one) and in
+    the costliest scenario simulated, and at worst (every benchmark plays the whole split)."""
+    played = [row["live_items"] for row in rows if row.get("live_items") is not None]
+    return {"first_stage": 2 * benchmarks * rules.live_stages[0],
+            "near_equal": 2 * benchmarks * played[0], "costliest": 2 * benchmarks * max(played),
+            "worst": 2 * benchmarks * rules.live_size}
 
 
 def mutate(head: Head, rules: Competition, rng: np.random.Generator) -> Head:
@@ -492,6 +619,7 @@ class Budget:
 
     honest: int = 2000
     crown: int = 1000
+    campaign: int = 6000  # near-equal evaluations behind the per-evaluation rate of a campaign
     climbers: int = 20
 
     def scaled(self, factor: float) -> Budget:
@@ -499,10 +627,34 @@ class Budget:
                         for f in dataclasses.fields(self)))
 
 
+def power_rows(matrix: Matrix, rules: Competition, trials: int,
+               streams: Iterator[np.random.Generator]) -> list[dict[str, Any]]:
+    """P(crowned) by true advantage and other disagreement; a row the matrix has no room for
+    ("headroom") or whose heads the behavioural check would call copies ("duplicate") is left
+    out, its rates None."""
+    rows = []
+    for disagreement in (round(1 - rules.duplicate_agreement, 4), POWER_DISAGREEMENT):
+        slope = improvement_slope(matrix, disagreement, rules)
+        for advantage in ADVANTAGES:
+            share = advantage / slope if slope > 0 else math.inf
+            row: dict[str, Any] = {"disagreement": disagreement, "advantage": advantage}
+            if share > 1:
+                row["left_out"] = "headroom"
+            elif differing(matrix, disagreement, share, rules) < 1 - rules.duplicate_agreement:
+                row["left_out"] = "duplicate"
+            if "left_out" in row:
+                row.update(dict.fromkeys(("crowned", "crowned_se", "shared", "shared_se")))
+            else:
+                row.update(crown_rate(matrix, rules, trials, next(streams), disagreement, share))
+            rows.append(row)
+    return rows
+
+
 def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed: int = 0,
             progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Every fairness figure under `rules` and with each rule taken away, as JSON data."""
+    """Every fairness figure under `rules` (some also with a rule taken away), as JSON data."""
     matrix.check(rules)
+    played_benchmarks = len(rules.benchmarks)  # an evaluation plays them all, whatever the matrix
     rules = rules_for(matrix, rules)
     streams = iter(np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(64))
     old_split = dataclasses.replace(rules, audit_size=OLD_AUDIT_SIZE)
@@ -520,17 +672,20 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
     progress("memorising heads")
     memorisation = memorisation_rates(matrix, rules, budget.crown, next(streams))
     progress("equal challengers")
-    false_crown = [{"disagreement": d, **crown_rate(matrix, rules, budget.crown, next(streams), d)}
-                   for d in DISAGREEMENTS]
+    # a head that differs from the king on less is rejected as a copy before it is scored
+    near = round(1 - rules.duplicate_agreement, 4)
+    false_crown = [{"disagreement": d,
+                    **crown_rate(matrix, rules, budget.campaign if d == near else budget.crown,
+                                 next(streams), d)}
+                   for d in (near, *(d for d in DISAGREEMENTS if d > near))]
+    per = false_crown[0]
+    campaigns = {"disagreement": near, "per_evaluation": per["crowned"],
+                 "per_evaluation_se": per["crowned_se"], "shared": per["shared"],
+                 "shared_se": per["shared_se"], "trials": per["trials"],
+                 "independent_rows": campaign(per["crowned"], per["trials"]),
+                 "shared_rows": campaign(per["shared"], per["trials"])}
     progress("better challengers")
-    power = []
-    for disagreement in POWER_DISAGREEMENTS:
-        slope = improvement_slope(matrix, disagreement, rules)
-        for advantage in ADVANTAGES:
-            share = advantage / slope if slope > 0 else math.inf
-            rates = (crown_rate(matrix, rules, budget.crown, next(streams), disagreement, share)
-                     if share <= 1 else {"crowned": None, "margin_only": None})
-            power.append({"disagreement": disagreement, "advantage": advantage, **rates})
+    power = power_rows(matrix, rules, budget.crown, streams)
     progress("hill-climbers")
     fresh = climb(matrix, rules, budget.climbers, next(streams), True, rules.disclosure_precision)
     fixed = climb(matrix, rules, budget.climbers, next(streams), False, None)
@@ -538,7 +693,10 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
     return {
         "format": FORMAT, "source": matrix.source, "seed": seed,
         "trials": dataclasses.asdict(budget), "benchmarks": list(rules.benchmarks),
+        "rerun_flip": RERUN_FLIP, "duplicate_agreement": rules.duplicate_agreement,
+        "left_out": [d for d in DISAGREEMENTS if d < near],
         "honest": honest, "memorisation": memorisation, "false_crown": false_crown,
-        "power": power,
+        "campaign": campaigns, "power": power,
+        "live_sessions": sessions([*false_crown, *power], played_benchmarks, rules),
         "hill_climb": hill,
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from evaluator.rules import OFFICIAL
 from evaluator.store import validate
 
 PEER = Path(__file__).resolve().parents[2] / "shared" / "data" / "peer-correctness"
-TINY = fairness.Budget(honest=40, crown=12, climbers=1)
+TINY = fairness.Budget(honest=40, crown=12, campaign=12, climbers=1)
 
 
 @pytest.fixture(scope="module")
@@ -102,10 +103,22 @@ def test_figures_follow_their_schema_and_the_seed(demo):
     validate("fairness", first)
     assert first == fairness.figures(demo, OFFICIAL, TINY, seed=5)
     assert first != fairness.figures(demo, OFFICIAL, TINY, seed=6)
-    assert [row["disagreement"] for row in first["false_crown"]] == list(fairness.DISAGREEMENTS)
-    # the interval rule only ever adds a condition to the margin's
+    # no scenario the behavioural duplicate check makes impossible: 10% is left out, said so
+    near = round(1 - OFFICIAL.duplicate_agreement, 4)
+    assert [row["disagreement"] for row in first["false_crown"]] == [near, 0.3, 0.6]
+    assert first["left_out"] == [0.1] and first["false_crown"][0]["trials"] == TINY.campaign
+    assert min(row["disagreement"] for row in first["power"]) == near
     for row in first["false_crown"] + [r for r in first["power"] if r["crowned"] is not None]:
-        assert row["crowned"] <= row["margin_only"]
+        assert row["crowned_se"] == pytest.approx(
+            np.sqrt(row["crowned"] * (1 - row["crowned"]) / row["trials"]))
+        assert row["differ"] >= 1 - OFFICIAL.duplicate_agreement - 0.05
+    # a campaign's chance of a false crown only grows with its submissions
+    rows = first["campaign"]["independent_rows"]
+    assert [r["submissions"] for r in rows] == list(fairness.SUBMISSIONS)
+    assert all(a["any"] <= b["any"] for a, b in itertools.pairwise(rows))
+    live = first["live_sessions"]
+    assert live["first_stage"] <= live["near_equal"] <= live["costliest"] <= live["worst"]
+    assert live["worst"] == 2 * len(OFFICIAL.benchmarks) * OFFICIAL.live_size
 
 
 def test_a_larger_audit_half_penalises_honest_heads_less():
@@ -131,12 +144,78 @@ def test_the_audit_rarely_charges_an_honest_head_and_catches_a_memoriser_more_of
     assert memoriser["crowned"] <= 0.01
 
 
-def test_the_interval_stops_chance_crowns_but_not_a_clear_improvement(demo):
-    equal = fairness.crown_rate(demo, OFFICIAL, 120, np.random.default_rng(4), 0.3)
-    assert equal["crowned"] < equal["margin_only"]
-    share = 0.05 / fairness.improvement_slope(demo, 0.0, OFFICIAL)
-    better = fairness.crown_rate(demo, OFFICIAL, 40, np.random.default_rng(5), 0.0, share)
-    assert better["crowned"] > 0.5 > equal["crowned"]
+def test_the_crown_test_stops_chance_crowns_but_not_a_clear_improvement(demo):
+    equal = fairness.crown_rate(demo, OFFICIAL, 100, np.random.default_rng(4), 0.3)
+    assert equal["crowned"] <= 0.05 and equal["shared"] <= 0.05
+    share = 0.05 / fairness.improvement_slope(demo, 0.3, OFFICIAL)
+    better = fairness.crown_rate(demo, OFFICIAL, 40, np.random.default_rng(5), 0.3, share)
+    assert better["crowned"] > 0.5 and better["shared"] > 0.5
+    # a close match plays the second stage now and then, never more than the live split
+    assert OFFICIAL.live_stages[0] <= better["live_items"] <= OFFICIAL.live_size
+
+
+def test_an_independent_re_run_of_the_king_gives_chance_more_to_work_with(demo):
+    # the same equal pairs, hidden sets and partitions: re-running the king's live sessions
+    # adds noise that sharing them takes away, so an equal challenger is crowned more often
+    # (a low crown bar and a zero margin make the rates large enough to compare in a test)
+    loose = dataclasses.replace(OFFICIAL, crown_z_first=1.0, crown_z_final=1.0, win_margin=0.0)
+    rates = fairness.crown_rate(demo, loose, 300, np.random.default_rng(6), 0.12)
+    assert rates["crowned"] > rates["shared"] + rates["crowned_se"]
+
+
+def test_independent_re_runs_disagree_as_often_as_the_peer_data_says(demo):
+    # a 0/1 matrix (the demo's) is softened to exactly the re-run rate; a noisy one is kept
+    q = fairness.rerun_chance(demo.p["mmlu"])
+    assert float((2 * q * (1 - q)).mean()) == pytest.approx(fairness.RERUN_FLIP)
+    assert np.all((q > 0) & (q < 1))
+    assert np.array_equal(fairness.rerun_chance(np.full((10, 3), 0.5)), np.full((10, 3), 0.5))
+    # and the king's re-run does disagree with the challenger's run that often
+    hidden = fairness.draw_hidden(demo, OFFICIAL, np.random.default_rng(7))
+    flips = np.mean([np.mean(hidden.live[b] != hidden.rerun[b]) for b in OFFICIAL.benchmarks])
+    assert flips == pytest.approx(fairness.RERUN_FLIP, abs=0.03)
+
+
+@pytest.mark.parametrize(("rate", "trials", "submissions", "at_least_one"), [
+    (0.01, 6000, 100, 1 - 0.99 ** 100),
+    (0.001, 6000, 300, 1 - 0.999 ** 300),
+    (0.0, 6000, 1000, 0.0),
+])
+def test_a_campaign_compounds_the_per_evaluation_rate(rate, trials, submissions, at_least_one):
+    row = next(r for r in fairness.campaign(rate, trials) if r["submissions"] == submissions)
+    assert row["any"] == pytest.approx(at_least_one)
+    # its standard error by the delta method, and an upper bound even when no trial hit
+    se = fairness.standard_error(rate, trials)
+    assert row["se"] == pytest.approx(submissions * (1 - rate) ** (submissions - 1) * se)
+    assert row["upper"] > row["any"] and row["upper"] >= row["any"] + row["se"]
+
+
+def test_a_zero_rate_still_has_an_upper_bound_that_shrinks_with_trials():
+    assert fairness.standard_error(0.0, 6000) == 0.0
+    assert 0 < fairness.upper_bound(0.0, 6000) < fairness.upper_bound(0.0, 600) < 0.01
+
+
+def test_a_better_head_too_close_to_the_king_is_left_out_as_a_copy(demo):
+    rules = dataclasses.replace(OFFICIAL, duplicate_agreement=0.5)  # half the items must differ
+    rows = fairness.power_rows(demo, rules, 2, iter(np.random.default_rng(s) for s in range(99)))
+    near = [r for r in rows if r["disagreement"] == 0.5]
+    assert near and all(r["crowned"] is not None for r in near)
+    # the 30% row's heads differ on less than half the items: the gate rejects them
+    assert all(r["left_out"] == "duplicate" and r["crowned"] is None
+               for r in rows if r["disagreement"] == fairness.POWER_DISAGREEMENT)
+
+
+def test_the_expected_share_of_differing_choices_is_what_the_heads_show(demo):
+    share, rng = 0.4, np.random.default_rng(8)
+    seen = []
+    for _ in range(40):
+        hidden = fairness.draw_hidden(demo, OFFICIAL, rng)
+        king, challenger = fairness.equal_pair(fairness.best_single(hidden, demo, OFFICIAL),
+                                               0.12, OFFICIAL, rng)
+        challenger = fairness.improved(challenger, hidden, share, OFFICIAL, rng)
+        seen.append(np.mean([np.mean(king.pool[b] != challenger.pool[b])
+                             for b in OFFICIAL.benchmarks]))
+    assert np.mean(seen) == pytest.approx(fairness.differing(demo, 0.12, share, OFFICIAL),
+                                          abs=0.01)
 
 
 def test_the_command_prints_the_figures_and_writes_the_json(tmp_path, capsys):
@@ -144,6 +223,8 @@ def test_the_command_prints_the_figures_and_writes_the_json(tmp_path, capsys):
     assert main(["fairness", "--scale", "0.01", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "equal challenger crowned" in printed and "hill-climber" in printed
+    assert "± is the Monte Carlo standard error" in printed and "at least one false crown" in printed
+    assert "left out: 10%" in printed and "live sessions per evaluation" in printed
     validate("fairness", json.loads(out.read_text()))
 
 

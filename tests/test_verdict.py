@@ -183,7 +183,8 @@ def test_a_failed_session_gives_the_same_components_everywhere():
                                 live_size=2)
     hidden = fairness.Hidden(p_pool={}, p_live={},
                              pool={"math500": np.array([[c] for c in correct * 2], dtype=float)},
-                             live={"math500": m.live_correct[:, None]})
+                             live={"math500": m.live_correct[:, None]},
+                             rerun={"math500": m.live_correct[:, None]})
     head = fairness.Head(pool={"math500": np.zeros(8, dtype=int)},
                          live={"math500": np.zeros(2, dtype=int)},
                          turns={"math500": m.live_turns})

@@ -12,11 +12,13 @@ from evaluator.errors import UsageError
 
 
 def add_fairness(p: argparse.ArgumentParser) -> None:
-    p.description = ("Simulate evaluations under the current rules with the competition's own "
-                     "scoring code: how often an honest head is penalised or rejected, how often "
-                     "an equal challenger is crowned by chance, how often a better one is, and "
-                     "what a hill-climber gains on the board. Each figure is also computed with "
-                     "one rule taken away.")
+    p.description = ("Simulate evaluations under the current rules with the evaluator's own "
+                     "verdict function: how often an honest head is penalised or rejected, how "
+                     "often an equal challenger is crowned by chance, in one evaluation and over "
+                     "a campaign of near-equal submissions, how often a better one is, how many "
+                     "live sessions an evaluation plays, and what a hill-climber gains on the "
+                     "board. The king's live sessions are re-run independently (the shared case "
+                     "beside it); every rate comes with its Monte Carlo standard error.")
     p.add_argument("--matrix", type=Path, action="append", metavar="FILE",
                    help="a correctness matrix, one per benchmark ({benchmark, tasks[].per_model"
                         "{model: [0|1, ...]}}); repeat for several (default: the demo corpus)")
@@ -32,30 +34,59 @@ def add_fairness(p: argparse.ArgumentParser) -> None:
 PARSERS = {"fairness": add_fairness}
 
 
-def _pct(value: float | None) -> str:
-    return "  –  " if value is None else f"{value:6.1%}"
+def _pct(value: float | None, se: float | None = None) -> str:
+    if value is None:
+        return "  –  "
+    digits = 2 if se is not None and 0 < se < 0.001 else 1
+    return f"{value:6.{digits}%}" + ("" if se is None else f" ±{se:.{digits}%}")
+
+
+def _of(value: float, trials: int) -> str:
+    """A rate seen in `trials` trials, with its standard error."""
+    from evaluator.fairness import standard_error
+
+    return _pct(value, standard_error(value, trials))
 
 
 def summary(data: dict[str, Any]) -> list[str]:
-    """The figures as a few lines of text."""
+    """The figures as a few lines of text; ± is each rate's Monte Carlo standard error."""
     honest, ref = data["honest"], data["honest"]["reference"]
-    old = honest["without"]["reference"]
+    old, n = honest["without"]["reference"], data["trials"]["honest"]
     lines = [f"fairness under the current rules, from {data['source']} "
-             f"(benchmarks: {', '.join(data['benchmarks'])})",
+             f"(benchmarks: {', '.join(data['benchmarks'])}); ± is the Monte Carlo standard error",
              f"honest head at accuracy {honest['reference_accuracy']}: overfit penalty on any "
-             f"benchmark {_pct(ref['any']['penalty'])}, rejected {_pct(ref['any']['reject'])}"
+             f"benchmark {_of(ref['any']['penalty'], n)}, rejected "
+             f"{_of(ref['any']['reject'], n)}"
              f"   (a fixed {honest['without']['eval_size']}/{honest['without']['audit_size']} "
-             f"split: {_pct(old['any']['penalty'])}, "
-             f"{_pct(old['any']['reject'])})",
-             *memorisation_lines(data.get("memorisation")),
-             "equal challenger crowned (with the interval rule / the margin alone):"]
+             f"split: {_of(old['any']['penalty'], n)}, "
+             f"{_of(old['any']['reject'], n)})",
+             *memorisation_lines(data.get("memorisation"), data["trials"]["crown"]),
+             f"equal challenger crowned (independent live re-runs, two runs of a call graded "
+             f"differently with chance {data['rerun_flip']} / shared live play):"]
     lines += [f"  decisions differ on {row['disagreement']:.0%} of items: "
-              f"{_pct(row['crowned'])} / {_pct(row['margin_only'])}"
-              for row in data["false_crown"]]
-    lines.append("better challenger crowned (with the interval rule / the margin alone):")
+              f"{_pct(row['crowned'], row['crowned_se'])} / "
+              f"{_pct(row['shared'], row['shared_se'])}" for row in data["false_crown"]]
+    if data["left_out"]:
+        lines.append(f"  (left out: {', '.join(f'{d:.0%}' for d in data['left_out'])}; the "
+                     f"behavioural check rejects a head agreeing with the king on "
+                     f"{data['duplicate_agreement']:.0%} of items or more)")
+    camp = data["campaign"]
+    lines.append(f"campaign of near-equal submissions (decisions differ on "
+                 f"{camp['disagreement']:.0%}): P(at least one false crown), independent / "
+                 "shared (upper end of its 95% interval)")
+    lines += [f"  after {ind['submissions']:>5} submissions: {_pct(ind['any'], ind['se'])} "
+              f"(≤ {ind['upper']:.1%}) / {_pct(sha['any'], sha['se'])} (≤ {sha['upper']:.1%})"
+              for ind, sha in zip(camp["independent_rows"], camp["shared_rows"], strict=True)]
+    lines.append("better challenger crowned (independent / shared):")
     lines += [f"  true advantage {row['advantage']:+.2f}, decisions differ on "
-              f"{row['disagreement']:.0%} besides: {_pct(row['crowned'])} / "
-              f"{_pct(row['margin_only'])}" for row in data["power"]]
+              f"{row['disagreement']:.0%} besides: "
+              + (f"left out ({LEFT_OUT[row['left_out']]})" if row.get("left_out") else
+                 f"{_pct(row['crowned'], row['crowned_se'])} / "
+                 f"{_pct(row['shared'], row['shared_se'])}") for row in data["power"]]
+    live = data["live_sessions"]
+    lines.append(f"live sessions per evaluation: {live['first_stage']} when the first stage "
+                 f"decides, {live['near_equal']:.0f} expected for a near-equal challenger, "
+                 f"{live['costliest']:.0f} in the costliest scenario, {live['worst']} at worst")
     lines.append("hill-climber's gain on the board (fresh partitions, rounded deltas / "
                  "a fixed split, exact deltas):")
     lines += [f"  after {row['submissions']:>5} submissions: {row['gain']:+.3f} / "
@@ -63,7 +94,11 @@ def summary(data: dict[str, Any]) -> list[str]:
     return lines
 
 
-def memorisation_lines(memo: dict[str, Any] | None) -> list[str]:
+LEFT_OUT = {"headroom": "the matrix has no room for that advantage",
+            "duplicate": "the behavioural check would reject it as a copy"}
+
+
+def memorisation_lines(memo: dict[str, Any] | None, trials: int) -> list[str]:
     if not memo:
         return []
     lines = [f"the audit ({memo['audit_size']} never-published items per benchmark), penalised / "
@@ -71,11 +106,12 @@ def memorisation_lines(memo: dict[str, Any] | None) -> list[str]:
     for name, who in (("router", "a head that learnt the task"),
                       ("memoriser", "a head fitted to every public item")):
         row = memo[name]
-        lines.append(f"  {who}: {_pct(row['penalty'])} / {_pct(row['reject'])}, lead "
+        lines.append(f"  {who}: {_of(row['penalty'], trials)} / "
+                     f"{_of(row['reject'], trials)}, lead "
                      f"{row['eval_lead']:+.3f} / {row['audit_lead']:+.3f}")
     if "crowned" in memo["memoriser"]:
         lines.append(f"  the memoriser crowned over a king as good on what it could not "
-                     f"collect: {_pct(memo['memoriser']['crowned'])}")
+                     f"collect: {_of(memo['memoriser']['crowned'], trials)}")
     return lines
 
 
