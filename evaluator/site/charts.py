@@ -320,13 +320,31 @@ def _power_panel(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
             continue
         color = COLORS[index % len(COLORS)]
         xs = [r["advantage"] for r in mine]
-        ax.plot(xs, [r["crowned"] for r in mine], "o-", color=color,
-                label=f"differ on {level:.0%} besides")
-        ax.plot(xs, [r["margin_only"] for r in mine], ":", color=color, linewidth=1)
+        ax.errorbar(xs, [r["crowned"] for r in mine], yerr=[r["crowned_se"] for r in mine],
+                    fmt="o-", color=color, capsize=2, label=f"differ on {level:.0%} besides")
+        ax.plot(xs, [r["shared"] for r in mine], ":", color=color, linewidth=1)
+    ax.plot([], [], ":", color="#666666", linewidth=1, label="dotted: shared live play")
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("true advantage (composite)")
     ax.set_ylabel("P(crowned)")
-    ax.set_title("A better head is crowned (dotted: margin alone)", loc="left")
+    ax.set_title("A better head is crowned", loc="left")
+    ax.grid(alpha=0.3)
+
+
+def _campaign_panel(ax: Any, data: dict[str, Any]) -> None:
+    for index, (key, label) in enumerate((("independent_rows", "independent live re-runs"),
+                                          ("shared_rows", "shared live play"))):
+        rows = data[key]
+        ax.errorbar([r["submissions"] for r in rows], [r["any"] for r in rows],
+                    yerr=[r["se"] for r in rows], fmt="o-" if index == 0 else "o:",
+                    color=COLORS[index], capsize=2, label=label)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(lambda value, _: f"{value:,g}")
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("near-equal submissions")
+    ax.set_ylabel("P(at least one false crown)")
+    ax.set_title("Chance over a campaign", loc="left")
     ax.grid(alpha=0.3)
 
 
@@ -347,15 +365,18 @@ def _climb_panel(ax: Any, rows: Sequence[dict[str, Any]], win_margin: float) -> 
 
 
 def fairness_svg(data: dict[str, Any], win_margin: float, frame: Frame = WIDE) -> str:
-    """P(crowned) against the true advantage, and a hill-climber's gain, as SVG text: side by
-    side on a desktop, one above the other on a phone, each legend below its panel."""
+    """P(crowned) against the true advantage, the chance of a false crown over a campaign, and
+    a hill-climber's gain, as SVG text: two panels above one on a desktop, one above the other
+    on a phone, each legend below its panel."""
     with matplotlib.rc_context(frame.style()):
         wide = frame is WIDE
-        fig = Figure(figsize=(frame.width, 4.4 if wide else 8.4), layout="constrained")
-        left, right = fig.subplots(1, 2) if wide else fig.subplots(2, 1)
-        _power_panel(left, data["power"])
-        _climb_panel(right, data["hill_climb"], win_margin)
-        for ax in (left, right):
+        fig = Figure(figsize=(frame.width, 8.8 if wide else 12.6), layout="constrained")
+        axes = fig.subplot_mosaic([["power", "campaign"], ["climb", "climb"]] if wide
+                                  else [["power"], ["campaign"], ["climb"]])
+        _power_panel(axes["power"], data["power"])
+        _campaign_panel(axes["campaign"], data["campaign"])
+        _climb_panel(axes["climb"], data["hill_climb"], win_margin)
+        for ax in axes.values():
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22 if wide else -0.2),
                       frameon=False, ncols=1)
         return _svg(fig)

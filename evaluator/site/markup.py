@@ -145,6 +145,21 @@ def fmt_rate(value: Any, trials: Any) -> Markup:
                   f"{_fixed(100 * high, digits)}%)")
 
 
+def fmt_mc(value: Any, se: Any, trials: Any = None) -> Markup:
+    """A simulated rate with its Monte Carlo standard error: 1.3% ± 0.2%; a rate no trial (or
+    every trial) hit says so with its count, where a standard error of zero would claim too
+    much."""
+    rate, error, count = _number(value), _number(se), _number(trials)
+    if rate is None:
+        return Markup(MISSING)
+    if count is not None and rate in (0.0, 1.0):
+        return Markup(f"{fmt_pct(rate, 0)} ({'none' if rate == 0 else 'all'} of {fmt_num(count)})")
+    if error is None:
+        return fmt_pct(rate)
+    digits = 2 if 0 < error < 0.001 else 1
+    return Markup(f"{fmt_pct(rate, digits)} ± {fmt_pct(error, digits)}")
+
+
 def fmt_plural(count: Any, noun: str, plural: str | None = None) -> Markup:
     """`1 attempt`, `2 attempts`: a count with its noun."""
     number = _number(count)
@@ -177,5 +192,5 @@ def fmt_date(value: Any, with_time: bool = False) -> Markup:
 
 FILTERS = {"score": fmt_score, "delta": fmt_delta, "pct": fmt_pct, "usd": fmt_usd,
            "num": fmt_num, "interval": fmt_interval, "date": fmt_date, "label": safe_label,
-           "plural": fmt_plural, "share": fmt_share, "rate": fmt_rate, "encoder": fmt_encoder,
-           "hub_id": fmt_hub_id}
+           "plural": fmt_plural, "share": fmt_share, "rate": fmt_rate, "mc": fmt_mc,
+           "encoder": fmt_encoder, "hub_id": fmt_hub_id}

@@ -248,18 +248,35 @@ def _rates(penalty: float, reject: float) -> dict[str, Any]:
 
 # figures in the shape `tinyrouter fairness` writes (the numbers are made up for the pages)
 FAIRNESS = {
-    "format": 1, "source": "the demo corpus", "seed": 0,
-    "trials": {"honest": 2000, "crown": 1000, "climbers": 20},
-    "benchmarks": list(OFFICIAL.benchmarks),
+    "format": 2, "source": "the demo corpus", "seed": 0,
+    "trials": {"honest": 2000, "crown": 1000, "campaign": 6000, "climbers": 20},
+    "benchmarks": list(OFFICIAL.benchmarks), "rerun_flip": 0.15,
+    "duplicate_agreement": OFFICIAL.duplicate_agreement, "left_out": [0.1],
     "honest": {"reference_accuracy": 0.6, "reference": _rates(0.1913, 0.0121),
                "best_single": _rates(0.2034, 0.0155),
                "without": {"eval_size": 150, "audit_size": 50,
                            "reference": _rates(0.3771, 0.0868)}},
-    "false_crown": [{"disagreement": d, "crowned": c, "margin_only": m}
-                    for d, c, m in ((0.1, 0.0, 0.071), (0.3, 0.0043, 0.1617), (0.6, 0.013, 0.23))],
-    "power": [{"disagreement": d, "advantage": a, "crowned": round(min(1, max(0, a * 18 - d)), 4),
-               "margin_only": round(min(1, a * 20), 4)}
-              for d in (0.0, 0.1, 0.3) for a in (0.01, 0.02, 0.03, 0.05)],
+    "false_crown": [{"disagreement": d, "trials": n, "differ": d, "crowned": c,
+                     "crowned_se": se, "shared": sh, "shared_se": 0.0011, "live_items": 23.5}
+                    for d, n, c, se, sh in ((0.12, 6000, 0.0013, 0.00047, 0.0),
+                                            (0.3, 1000, 0.0043, 0.0021, 0.0011),
+                                            (0.6, 1000, 0.013, 0.0036, 0.0052))],
+    "campaign": {"disagreement": 0.12, "trials": 6000, "per_evaluation": 0.0013,
+                 "per_evaluation_se": 0.00047, "shared": 0.0, "shared_se": 0.0,
+                 "independent_rows": [{"submissions": n, "any": a, "se": 0.02, "upper": u}
+                                      for n, a, u in ((100, 0.1219, 0.21), (300, 0.3234, 0.51),
+                                                      (1000, 0.7276, 0.91))],
+                 "shared_rows": [{"submissions": n, "any": 0.0, "se": 0.0, "upper": u}
+                                 for n, u in ((100, 0.0619), (300, 0.1748), (1000, 0.4724))]},
+    "power": [{"disagreement": d, "advantage": a, "trials": 1000, "differ": d + a,
+               "crowned": round(min(1, max(0, a * 18 - d)), 4), "crowned_se": 0.01,
+               "shared": round(min(1, a * 20), 4), "shared_se": 0.01, "live_items": 41.0}
+              for d in (0.12, 0.3) for a in (0.01, 0.02, 0.03)]
+    + [{"disagreement": 0.12, "advantage": 0.05, "left_out": "duplicate", "crowned": None,
+        "crowned_se": None, "shared": None, "shared_se": None},
+       {"disagreement": 0.3, "advantage": 0.05, "left_out": "headroom", "crowned": None,
+        "crowned_se": None, "shared": None, "shared_se": None}],
+    "live_sessions": {"first_stage": 120, "near_equal": 141.0, "costliest": 246.0, "worst": 360},
     "hill_climb": [{"submissions": n, "gain": g, "without": w}
                    for n, g, w in ((100, 0.0091, 0.0634), (300, 0.0104, 0.1331),
                                    (1000, 0.0147, 0.1472))],

@@ -12,6 +12,7 @@ from evaluator.site.markup import (
     fmt_delta,
     fmt_encoder,
     fmt_interval,
+    fmt_mc,
     fmt_num,
     fmt_pct,
     fmt_plural,
@@ -99,6 +100,19 @@ def test_control_characters_cannot_break_a_line():
 ])
 def test_formats(value, formatter, expected):
     assert str(formatter(value)) == expected
+
+
+@pytest.mark.parametrize(("rate", "se", "trials", "expected"), [
+    (0.0132, 0.0036, 1000, "1.3% ± 0.4%"),
+    (0.0013, 0.00047, 6000, "0.13% ± 0.05%"),  # a small error keeps its digits
+    (0.19, 0.05, None, "19.0% ± 5.0%"),  # a campaign figure: no trials of its own
+    # no trial (or every trial) hit: the count, never a standard error of zero
+    (0.0, 0.0, 6000, "0% (none of 6,000)"),
+    (1.0, 0.0, 1000, "100% (all of 1,000)"),
+    (None, None, 1000, "—"),
+])
+def test_simulated_rates_carry_their_standard_error(rate, se, trials, expected):
+    assert str(fmt_mc(rate, se, trials)) == expected
 
 
 @pytest.mark.parametrize(("count", "noun", "expected"), [
