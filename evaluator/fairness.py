@@ -8,7 +8,7 @@ heads as one model choice per item, and this evaluation's partition of the pool,
 them with `evaluator.scoring`: the overfit gate, the composite, the paired bootstrap and the
 crown rule, exactly the code an evaluation runs.
 
-The figures, each also computed with one rule taken away (what that rule buys):
+The figures (some also computed with a rule taken away: what that rule buys):
 
 - **honest**: how often a head that fits nothing crosses the overfit penalty or reject line,
   per benchmark and on any of them; a reference head at accuracy 0.6, and the heads that
@@ -390,14 +390,13 @@ def rerun_turns(head: Head, rng: np.random.Generator) -> Head:
 
 
 def crowned(hidden: Hidden, king: Head, challenger: Head, halves: Halves, rules: Competition,
-            live: str = INDEPENDENT,
-            rng: np.random.Generator | None = None) -> tuple[bool, int]:
+            rng: np.random.Generator, live: str = INDEPENDENT) -> tuple[bool, int]:
     """Whether the challenger takes the crown in this evaluation, and the live questions per
     benchmark each head played: `verdict.judge`, stage by stage, as an evaluation calls it.
     `live`: INDEPENDENT runs the king's live sessions again (grades, and turns drawn with
     `rng`); SHARED gives both heads the same grade and turns where they choose alike."""
     if live == INDEPENDENT:
-        king = rerun_turns(king, rng or np.random.default_rng())
+        king = rerun_turns(king, rng)
     nov = novelties(challenger, king, halves, rules)
     mine = {b: measure(hidden, challenger, halves, b) for b in rules.benchmarks}
     theirs = {b: measure(hidden, king, halves, b, rerun=live == INDEPENDENT)
@@ -524,7 +523,7 @@ def crown_rate(matrix: Matrix, rules: Competition, trials: int, rng: np.random.G
                                for b in rules.benchmarks]))
         halves = draw_halves(rules, rng)
         for live, seen in hits.items():
-            won, items = crowned(hidden, king, challenger, halves, rules, live, rng)
+            won, items = crowned(hidden, king, challenger, halves, rules, rng, live)
             seen.append(won)
             if live == INDEPENDENT:
                 played.append(items)
