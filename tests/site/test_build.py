@@ -33,7 +33,8 @@ REPO = Path(__file__).resolve().parents[2]
 PAGES = ("index.html", "history/index.html", "evaluations/index.html", "queue/index.html",
          "miners/index.html", "benchmarks/index.html", "fairness/index.html",
          "downloads/index.html", "rules/index.html", "faq/index.html", "rewards/index.html",
-         "scoring/index.html", "submitting/index.html", "maintaining/index.html")
+         "scoring/index.html", "submitting/index.html", "maintaining/index.html",
+         "reference/index.html")
 
 
 @pytest.mark.parametrize("state", ["empty", "one_king", "busy"])
