@@ -15,13 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from evaluator.answered import append_answered, read_answered
 from evaluator.benchmarks import get_benchmark
 from evaluator.errors import OutOfCreditError
 from evaluator.loop import worker_messages
 from evaluator.pool.client import OpenRouterClient
 from evaluator.pool.ledger import Ledger
 from evaluator.rules import Competition
-from evaluator.train.data import append_answered, read_answered
 from evaluator.types import AnsweredItem, Item, ModelAnswer
 
 log = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ import numpy as np
 from evaluator.errors import BenchmarkError, LeaderboardError, OutOfCreditError, PoolError
 from evaluator.files import format_time, utc_now
 from evaluator.gates import Change, recheck
-from evaluator.loop import FAILED, Decide, LiveOutcome, coordinator_transcript
+from evaluator.loop import FAILED, LiveOutcome, LiveRunner, coordinator_transcript
 from evaluator.records import (
     KING,
     LOST,
@@ -58,14 +58,13 @@ OVERFIT_GATE = "gate 5 (overfit)"
 BEHAVIOUR_GATE = "gate 3 (duplicate, behaviour)"
 
 
-class Router(Protocol):
+class Decider(Protocol):
     """Decisions for many transcripts under one θ (see coordinator.router.Router)."""
 
     def decide(self, transcripts: list[str], theta: np.ndarray,
                reuse: bool = False) -> list[Decision]: ...
 
 
-LiveRunner = Callable[[str, Sequence[Item], Decide], list[LiveOutcome]]  # as pool.runner's
 Sets = Mapping[str, Mapping[str, Sequence[Any]]]
 
 
@@ -180,7 +179,7 @@ def live_items(sets: Sets, bench: str) -> list[Item]:
     return [r if isinstance(r, Item) else Item.from_dict(r) for r in rows]
 
 
-def measure_cached(run: HeadRun, router: Router, theta: np.ndarray,
+def measure_cached(run: HeadRun, router: Decider, theta: np.ndarray,
                    halves: Mapping[str, Mapping[str, list[AnsweredItem]]],
                    rules: Competition, who: str = CHALLENGER_LABEL,
                    best: Mapping[str, str] | None = None) -> None:
@@ -223,7 +222,7 @@ def live_stages(sets: Sets, seed: str, rules: Competition) -> list[dict[str, lis
     return stages
 
 
-def measure_live(run: HeadRun, router: Router, theta: np.ndarray,
+def measure_live(run: HeadRun, router: Decider, theta: np.ndarray,
                  stage: Mapping[str, Sequence[Item]], run_live: LiveRunner, rules: Competition,
                  who: str = CHALLENGER_LABEL) -> None:
     """Play one stage's live questions; the outcomes join the head's earlier stages'."""
@@ -258,7 +257,7 @@ class Stamp:
                       **fields)
 
 
-def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: Router,
+def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: Decider,
              run_live: LiveRunner, rules: Competition, now: datetime | None = None,
              manifest_hash: str | None = None, drawn: Partition | None = None,
              public: PublicRouting | None = None) -> Result:
@@ -390,7 +389,7 @@ class PublicRouting:
         return mix
 
 
-def public_routing(challenger: Contender, king: Contender | None, router: Router,
+def public_routing(challenger: Contender, king: Contender | None, router: Decider,
                    public_items: Sequence[Item],
                    earlier: Sequence[tuple[str, Contender]] = ()) -> PublicRouting:
     """The challenger's turn-1 decisions on the public items (no hidden data), the share of
@@ -504,7 +503,7 @@ def load_contender(repo: Path, relpath: str, rules: Competition, pr: int | None 
                      head_sha=head_sha)
 
 
-def evaluate_submission(repo: Path, relpath: str, open_sets: Callable[[], Sets], router: Router,
+def evaluate_submission(repo: Path, relpath: str, open_sets: Callable[[], Sets], router: Decider,
                         run_live: LiveRunner, rules: Competition,
                         public_items: Callable[[], Sequence[Item]] = list,
                         pr: int | None = None, head_sha: str | None = None,

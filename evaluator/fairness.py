@@ -231,7 +231,7 @@ def draw_halves(rules: Competition, rng: np.random.Generator) -> Halves:
 
 
 @dataclass(frozen=True)
-class Head:
+class Choices:
     """Per benchmark: the model chosen for each pool item, for each live item, and the turns
     each live item takes."""
 
@@ -240,10 +240,10 @@ class Head:
     turns: dict[str, np.ndarray]
 
 
-def best_single(hidden: Hidden, matrix: Matrix, rules: Competition) -> Head:
+def best_single(hidden: Hidden, matrix: Matrix, rules: Competition) -> Choices:
     """The head that always picks the matrix's best model of each benchmark."""
     best = {b: int(np.argmax(matrix.p[b].mean(axis=0))) for b in rules.benchmarks}
-    return Head(pool={b: np.full(rules.pool_size, best[b]) for b in rules.benchmarks},
+    return Choices(pool={b: np.full(rules.pool_size, best[b]) for b in rules.benchmarks},
                 live={b: np.full(rules.live_size, best[b]) for b in rules.benchmarks},
                 turns={b: np.full(rules.live_size, 2) for b in rules.benchmarks})
 
@@ -252,8 +252,8 @@ def draw_turns(n: int, rng: np.random.Generator) -> np.ndarray:
     return rng.choice(TURNS, n, p=TURN_WEIGHTS)
 
 
-def equal_pair(base: Head, disagreement: float, rules: Competition,
-               rng: np.random.Generator) -> tuple[Head, Head]:
+def equal_pair(base: Choices, disagreement: float, rules: Competition,
+               rng: np.random.Generator) -> tuple[Choices, Choices]:
     """(king, challenger) of equal true quality: on a `disagreement` share of items they pick
     two different models, drawn as an ordered pair, so either head is as likely to hold the
     better one; elsewhere both pick the base head's model and take the same turns."""
@@ -273,11 +273,11 @@ def equal_pair(base: Head, disagreement: float, rules: Competition,
                 heads[0]["turns"][bench] = shared
                 heads[1]["turns"][bench] = np.where(differ, draw_turns(base_choice.size, rng),
                                                     shared)
-    return Head(**heads[0]), Head(**heads[1])
+    return Choices(**heads[0]), Choices(**heads[1])
 
 
-def improved(head: Head, hidden: Hidden, share: float, rules: Competition,
-             rng: np.random.Generator) -> Head:
+def improved(head: Choices, hidden: Hidden, share: float, rules: Competition,
+             rng: np.random.Generator) -> Choices:
     """The head with each item's choice moved, with chance `share`, to the model most likely
     right on it (a real improvement: the chances, not this draw's outcomes, decide)."""
     parts: dict[str, dict[str, np.ndarray]] = {"pool": {}, "live": {}}
@@ -286,7 +286,7 @@ def improved(head: Head, hidden: Hidden, share: float, rules: Competition,
             choice = getattr(head, part)[bench]
             moves = rng.random(choice.size) < share
             parts[part][bench] = np.where(moves, np.argmax(p, axis=1), choice)
-    return Head(parts["pool"], parts["live"], head.turns)
+    return Choices(parts["pool"], parts["live"], head.turns)
 
 
 def improvement_slope(matrix: Matrix, disagreement: float, rules: Competition) -> float:
@@ -326,7 +326,7 @@ def differing(matrix: Matrix, disagreement: float, share: float, rules: Competit
 # ---------------------------------------------------------------- scoring, as an evaluation does
 
 
-def measure(hidden: Hidden, head: Head, halves: Halves, bench: str,
+def measure(hidden: Hidden, head: Choices, halves: Halves, bench: str,
             rerun: bool = False) -> Measured:
     """The head's numbers on one benchmark; `rerun`: its live grades from the second run."""
     pool = hidden.pool[bench][np.arange(head.pool[bench].size), head.pool[bench]]
@@ -343,7 +343,7 @@ def _decisions(choices: np.ndarray) -> list[Decision]:
     return [Decision(str(int(c)), ROLES[1]) for c in choices]  # every turn 1 a Worker
 
 
-def novelties(first: Head, second: Head | None, halves: Halves,
+def novelties(first: Choices, second: Choices | None, halves: Halves,
               rules: Competition) -> dict[str, float]:
     """Novelty as an evaluation computes it: on the first eval questions, the same for both."""
     values = {}
@@ -363,7 +363,7 @@ class Scored:
     measured: dict[str, Measured]
 
 
-def score(hidden: Hidden, head: Head, halves: Halves, nov: dict[str, float],
+def score(hidden: Hidden, head: Choices, halves: Halves, nov: dict[str, float],
           rules: Competition) -> Scored:
     scores, penalised, rejected, measured = {}, {}, {}, {}
     for bench in rules.benchmarks:
@@ -383,13 +383,13 @@ def _first(m: Measured, live: int) -> Measured:
                                live_turns=m.live_turns[:live])
 
 
-def rerun_turns(head: Head, rng: np.random.Generator) -> Head:
+def rerun_turns(head: Choices, rng: np.random.Generator) -> Choices:
     """The head with every live question's turns drawn afresh (a re-run of its sessions)."""
     return dataclasses.replace(head, turns={b: draw_turns(t.size, rng)
                                             for b, t in head.turns.items()})
 
 
-def crowned(hidden: Hidden, king: Head, challenger: Head, halves: Halves, rules: Competition,
+def crowned(hidden: Hidden, king: Choices, challenger: Choices, halves: Halves, rules: Competition,
             rng: np.random.Generator, live: str = INDEPENDENT) -> tuple[bool, int]:
     """Whether the challenger takes the crown in this evaluation, and the live questions per
     benchmark each head played: `verdict.judge`, stage by stage, as an evaluation calls it.
@@ -557,7 +557,7 @@ def sessions(rows: Sequence[dict[str, Any]], benchmarks: int,
             "worst": 2 * benchmarks * rules.live_size}
 
 
-def mutate(head: Head, rules: Competition, rng: np.random.Generator) -> Head:
+def mutate(head: Choices, rules: Competition, rng: np.random.Generator) -> Choices:
     """Another head from a small change of the weights: a few items' choices move at random."""
     parts: dict[str, dict[str, np.ndarray]] = {"pool": {}, "live": {}}
     for bench in rules.benchmarks:
@@ -566,10 +566,10 @@ def mutate(head: Head, rules: Competition, rng: np.random.Generator) -> Head:
             moves = rng.random(choice.size) < CLIMB_MUTATION
             parts[part][bench] = np.where(moves, rng.integers(0, rules.n_models, choice.size),
                                           choice)
-    return Head(parts["pool"], parts["live"], head.turns)
+    return Choices(parts["pool"], parts["live"], head.turns)
 
 
-def expected_delta(hidden: Hidden, head: Head, king: Head, partitions: list[Halves],
+def expected_delta(hidden: Hidden, head: Choices, king: Choices, partitions: list[Halves],
                    rules: Competition) -> float:
     """The head's mean composite delta to the king over partitions (what it would score)."""
     deltas = []

@@ -17,7 +17,7 @@ from evaluator.rules import RECEIPT_FILE, WEIGHTS_FILE, Competition
 from evaluator.store import KING_FILE, LEADERBOARD_DIR, Store, submission_path
 from evaluator.submission.weights import read_weights, sha256_file, theta_from_tensors
 
-KING = "king"
+THE_KING = "king"  # the head spec that names the reigning king (not an outcome)
 RUN_WEIGHTS = "best.safetensors"  # what a training run keeps (train.run.BEST_FILE)
 
 
@@ -39,7 +39,7 @@ class Head:
 
 def weights_of(spec: str, repo: Path) -> tuple[str, Path, Path | None]:
     """(label, weights file, run folder or None) that `spec` names."""
-    if spec == KING:
+    if spec == THE_KING:
         store = Store(repo)
         if not store.file(KING_FILE).is_file():
             raise UsageError(f"{repo} has no {LEADERBOARD_DIR}/{KING_FILE}: pass --repo with a "
@@ -61,7 +61,7 @@ def weights_of(spec: str, repo: Path) -> tuple[str, Path, Path | None]:
     if path.is_file():
         return path.name, path, None
     raise UsageError(f"{spec!r} is not a training run ({RUN_WEIGHTS}), a submission folder "
-                     f"({WEIGHTS_FILE}), a weights file or {KING!r}")
+                     f"({WEIGHTS_FILE}), a weights file or {THE_KING!r}")
 
 
 def resolve_head(spec: str, repo: Path, rules: Competition) -> Head:

@@ -64,7 +64,10 @@ _VERDICT_RE = re.compile(
     re.IGNORECASE)
 
 
-class Benchmark(Protocol):
+class Grader(Protocol):
+    """What the loop needs of a benchmark: its prompt, the answer it extracts, its grades
+    (every benchmarks.base.Benchmark is one)."""
+
     def render_prompt(self, item: Item) -> str: ...
 
     def extract(self, response: str) -> str | None: ...
@@ -149,7 +152,7 @@ def coordinator_transcript(query: str, turns: Sequence[Turn]) -> str:
     return "\n\n".join(blocks)
 
 
-def model_messages(item: Item, benchmark: Benchmark, role: str,
+def model_messages(item: Item, benchmark: Grader, role: str,
                    turns: Sequence[Turn]) -> list[dict]:
     """The role's contract as the system message; the query and transcript as the user's."""
     if role not in ROLE_CONTRACTS:
@@ -160,7 +163,7 @@ def model_messages(item: Item, benchmark: Benchmark, role: str,
             {"role": "user", "content": user}]
 
 
-def worker_messages(item: Item, benchmark: Benchmark) -> list[dict]:
+def worker_messages(item: Item, benchmark: Grader) -> list[dict]:
     """A single-turn Worker call: how cached answers and training data are collected."""
     return model_messages(item, benchmark, WORKER, [])
 
@@ -176,7 +179,7 @@ def parse_verdict(text: str) -> str:
     return find_verdict(text) or REVISE
 
 
-def select_answer(turns: Sequence[Turn], benchmark: Benchmark) -> int | None:
+def select_answer(turns: Sequence[Turn], benchmark: Grader) -> int | None:
     """Index of the graded turn: the latest extractable Worker output, else the latest any."""
     for workers_only in (True, False):
         for index in range(len(turns) - 1, -1, -1):
@@ -202,7 +205,7 @@ def call_status(completion: Any) -> str:
     return TRUNCATED if getattr(completion, "truncated", False) else ANSWERED
 
 
-async def _play_turn(trajectory: Trajectory, decision: Decision, benchmark: Benchmark,
+async def _play_turn(trajectory: Trajectory, decision: Decision, benchmark: Grader,
                      client: Any, rules: Competition) -> None:
     messages = model_messages(trajectory.item, benchmark, decision.role, trajectory.turns)
     started = time.monotonic()
@@ -236,7 +239,7 @@ async def _play_turn(trajectory: Trajectory, decision: Decision, benchmark: Benc
         trajectory.stop = ACCEPT_STOP
 
 
-async def run_sessions(items: Sequence[Item], benchmark: Benchmark, decide: Decide, client: Any,
+async def run_sessions(items: Sequence[Item], benchmark: Grader, decide: Decide, client: Any,
                        rules: Competition) -> list[Trajectory]:
     """Run every item through the loop, turn by turn, with one `decide` call per turn."""
     trajectories = [Trajectory(item=item) for item in items]
@@ -263,7 +266,7 @@ async def run_sessions(items: Sequence[Item], benchmark: Benchmark, decide: Deci
     return trajectories
 
 
-async def run_session(item: Item, benchmark: Benchmark, decide: Decide, client: Any,
+async def run_session(item: Item, benchmark: Grader, decide: Decide, client: Any,
                       rules: Competition) -> Trajectory:
     """One question through the loop (see `run_sessions`)."""
     return (await run_sessions([item], benchmark, decide, client, rules))[0]
@@ -285,7 +288,12 @@ class LiveOutcome:
     seconds: float = 0.0  # how long its session's model calls took, every turn
 
 
-async def play(items: Sequence[Item], benchmark: Benchmark, decide: Decide, client: Any,
+# Plays one benchmark's live items under a router's decisions (pool.runner.pool_runner makes
+# one; evaluation, `score --live` and the tests' fakes take one).
+LiveRunner = Callable[[str, Sequence[Item], Decide], list[LiveOutcome]]
+
+
+async def play(items: Sequence[Item], benchmark: Grader, decide: Decide, client: Any,
                rules: Competition) -> list[LiveOutcome]:
     """Run the items through the loop and grade each final answer; one outcome per item.
 

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.answered import read_answered
+from evaluator.benchmarks.corpus import CorpusItem
 from evaluator.benchmarks.mmlu import MMLU
 from evaluator.collect import answer_items, collect_training
 from evaluator.errors import InfrastructureError, OutOfCreditError, PoolError
 from evaluator.pool.client import OpenRouterClient, RetryPolicy
-from evaluator.pool.corpus import CorpusItem
 from evaluator.pool.ledger import Ledger, verify_ledger
 from evaluator.pool.simulator import Simulator, serve_simulator
 from evaluator.rules import OFFICIAL
-from evaluator.train.data import read_answered
 from evaluator.types import AnsweredItem, Item
 
 POOL = OFFICIAL.pool_names

@@ -296,7 +296,7 @@ def test_training_can_start_from_the_king(world, capsys):
 
 
 def test_pack_puts_the_score_in_the_readme_while_it_matches_the_weights(world):
-    from evaluator.submission.pack import pack
+    from evaluator.train.pack import pack
 
     run = world["tmp"] / "exp" / "held"
     assert score(world, run)[0] == 0  # without --king, as `train` suggests

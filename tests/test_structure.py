@@ -79,6 +79,58 @@ def test_nothing_below_the_command_layer_imports_it():
     assert {n: t for n, t in upward.items() if t} == {}
 
 
+def unit(name: str) -> str:
+    """The package or top-level module a module belongs to (evaluator.pool.client → pool)."""
+    return ".".join(name.split(".")[:2])
+
+
+def test_no_package_level_back_edge():
+    """Between the package's units (its subpackages and top-level modules) imports flow one
+    way: no unit reaches back to one that imports it (collect → train, submission → train and
+    pool ↔ benchmarks were such edges). The command layer is one unit with the CLI."""
+    def of(name: str) -> str:
+        return "commands" if name.startswith(COMMAND_LAYER) else unit(name)
+
+    edges: dict[str, set[str]] = {}
+    for name, targets in GRAPH.items():
+        for target in targets:
+            if of(target) not in (of(name), "evaluator"):
+                edges.setdefault(of(name), set()).add(of(target))
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in edges.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    back = sorted(f"{a} → {b}" for a, targets in edges.items() for b in targets if a in reach(b))
+    assert back == []
+
+
+def test_names_mean_one_thing():
+    """No two modules define a public class or type alias of the same name (two Routers, two
+    Heads, three LiveRunners once), and no library module shares its name with another but for
+    the command or study that fronts it."""
+    defined: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            found = [node.name] if isinstance(node, ast.ClassDef) else [
+                t.id for t in getattr(node, "targets", [getattr(node, "target", None)])
+                if isinstance(t, ast.Name) and t.id[:1].isupper() and not t.id.isupper()]
+            for one in found:
+                if not one.startswith("_"):
+                    defined.setdefault(one, []).append(name)
+    assert {n: where for n, where in defined.items() if len(where) > 1} == {}
+    stems: dict[str, list[str]] = {}
+    for name in MODULES:
+        if not name.startswith(COMMAND_LAYER) and name != "evaluator":
+            stems.setdefault(name.rpartition(".")[2], []).append(name)
+    assert {s: where for s, where in stems.items() if len(where) > 1} == {}
+
+
 def test_the_product_never_imports_its_studies():
     """Timing and measurement code lives in evaluator/studies and only `tinyrouter dev` runs
     it (by name): what the studies time is what ships, and nothing shipped depends on them."""

@@ -8,9 +8,9 @@ import pytest
 from evaluator import fairness
 from evaluator.evaluate import HeadRun
 from evaluator.loop import ANSWERED, FAILED, LiveOutcome
+from evaluator.preview import Played, benchmark_report
 from evaluator.records import KING, LOST, REJECTED
 from evaluator.rules import OFFICIAL
-from evaluator.score import Played, benchmark_report
 from evaluator.scoring import Measured
 from evaluator.types import Decision
 from evaluator.verdict import (
@@ -185,7 +185,7 @@ def test_a_failed_session_gives_the_same_components_everywhere():
                              pool={"math500": np.array([[c] for c in correct * 2], dtype=float)},
                              live={"math500": m.live_correct[:, None]},
                              rerun={"math500": m.live_correct[:, None]})
-    head = fairness.Head(pool={"math500": np.zeros(8, dtype=int)},
+    head = fairness.Choices(pool={"math500": np.zeros(8, dtype=int)},
                          live={"math500": np.zeros(2, dtype=int)},
                          turns={"math500": m.live_turns})
     halves = {"math500": (np.arange(4), np.arange(4, 8))}

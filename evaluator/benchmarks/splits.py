@@ -18,8 +18,8 @@ from pathlib import Path
 
 from evaluator import vault
 from evaluator.benchmarks import get_benchmark
+from evaluator.benchmarks.corpus import audit_about, load_audit_corpus, load_corpus
 from evaluator.errors import BenchmarkError
-from evaluator.pool.corpus import audit_about, load_audit_corpus, load_corpus
 from evaluator.rules import SPLITS, Competition
 from evaluator.types import Item
 

@@ -241,8 +241,8 @@ def copy_the_king(ws: Workspace) -> None:
 def memorise(ws: Workspace) -> None:
     """A memorising miner: collects every public item but the train ids, fits a head to them
     (no holdout, no shrinking toward the category's rate) and submits it."""
+    from evaluator.benchmarks.corpus import load_corpus
     from evaluator.collect import collect_training, pool_client_factory
-    from evaluator.pool.corpus import load_corpus
     from evaluator.train.data import LEDGER_FILE, data_path
 
     manifest, data = Store(ws.repo).manifest() or {}, ws.root / "memoriser" / "data"

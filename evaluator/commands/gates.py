@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from evaluator.advice import NextStep, next_step, submission_advisories
 from evaluator.advisories import Advisory
 from evaluator.commands.output import (
     annotate,
@@ -24,6 +23,7 @@ from evaluator.errors import UsageError
 from evaluator.files import parse_time, utc_now
 from evaluator.gates import Change, GateReport, attempt_of, context_for, parse_changes, run_gates
 from evaluator.github import publish
+from evaluator.next_steps import NextStep, next_step, submission_advisories
 from evaluator.rules import is_commit_sha, is_name
 from evaluator.store import LEADERBOARD_DIR, Store
 from evaluator.submission import Submission
@@ -125,7 +125,7 @@ def run_bot(args: argparse.Namespace) -> int:
 
 
 @dataclass(frozen=True)
-class Checked:
+class GatesRun:
     """The gates' verdict, and what the miner is told besides (neither changes it)."""
 
     report: GateReport
@@ -137,7 +137,7 @@ class Checked:
                 "next_step": None if self.step is None else self.step.to_dict()}
 
 
-def _check(args: argparse.Namespace, now: datetime, changes: list[Change] | None) -> Checked:
+def _check(args: argparse.Namespace, now: datetime, changes: list[Change] | None) -> GatesRun:
     """The gates on the checkout as it is now, recording the attempt if asked."""
     ctx = context_for(args.repo, args.author, args.rules, now, changes, args.pr, args.head_sha)
     sub = Submission(args.repo, args.submission, args.rules)
@@ -147,10 +147,10 @@ def _check(args: argparse.Namespace, now: datetime, changes: list[Change] | None
         store = Store(args.repo, lenient=True)  # it checks the line it appends
         generation = store.next_generation(sub.login, ctx.attempts, args.pr, exclude=sub.folder)
         store.record_attempt(attempt_of(sub, report, ctx, generation), ctx.attempts)
-    return Checked(report, step, submission_advisories(sub, report, args.ledger))
+    return GatesRun(report, step, submission_advisories(sub, report, args.ledger))
 
 
-def _emit(checked: Checked, args: argparse.Namespace) -> None:
+def _emit(checked: GatesRun, args: argparse.Namespace) -> None:
     github, report = args.format == "github", checked.report
     lines = []
     for r in report.results:

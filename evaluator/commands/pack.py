@@ -18,7 +18,7 @@ PARSERS = {"pack": add_pack}
 
 
 def run(args: argparse.Namespace) -> int:
-    from evaluator.submission.pack import pack  # the trainer's run files: only when packing
+    from evaluator.train.pack import pack  # the trainer's run files: only when packing
 
     folder = pack(args.run_dir, args.miner_name, args.repo, args.rules)
     shown = folder.relative_to(args.repo) if folder.is_relative_to(args.repo) else folder

@@ -6,10 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
+from evaluator.benchmarks.corpus import load_corpus, load_personas, read_corpus
 from evaluator.commands.output import write_json_out
 from evaluator.errors import PoolError, UsageError
 from evaluator.pool.client import BASE_URL_ENV
-from evaluator.pool.corpus import load_corpus, load_personas, read_corpus
 from evaluator.pool.simulator import FAULTS, Simulator, SimulatorServer, check_fault_rates
 from evaluator.rules import Competition
 

@@ -10,7 +10,7 @@ from evaluator import isolation
 from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
 from evaluator.rules import OFFICIAL
-from evaluator.submission.pack import SCORE_FILE
+from evaluator.train.pack import SCORE_FILE
 
 
 def add_score(p: argparse.ArgumentParser) -> None:
@@ -43,7 +43,7 @@ PARSERS = {"score": add_score}
 
 def rows_for(args: argparse.Namespace, head: Any, rules: Any) -> tuple[dict, dict | None, str]:
     """(held-out rows, fitted rows or None, the data folder) per benchmark."""
-    from evaluator.score import by_benchmark
+    from evaluator.preview import by_benchmark
     from evaluator.train.data import data_path, read_training_rows, rows_with_ids
     from evaluator.train.run import read_holdout, read_run
 
@@ -83,7 +83,7 @@ def neither_trained_on(held: dict, king: Any, rules: Any) -> tuple[dict | None, 
 def run(args: argparse.Namespace) -> int:
     from evaluator.coordinator.router import load_router
     from evaluator.heads import resolve_head
-    from evaluator.score import score_report
+    from evaluator.preview import score_report
     from evaluator.train.run import read_run
 
     rules = args.rules

@@ -1,7 +1,7 @@
 """The LLM pool: the OpenRouter client, the hash-chained cost ledger and the loopback simulator."""
 
+from evaluator.benchmarks.corpus import CorpusItem, read_corpus
 from evaluator.pool.client import Completion, OpenRouterClient, RetryBudget, RetryPolicy
-from evaluator.pool.corpus import CorpusItem, read_corpus
 from evaluator.pool.ledger import GENESIS, Ledger, LedgerSummary, verify_ledger
 from evaluator.pool.simulator import (
     Simulator,

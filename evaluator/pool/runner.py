@@ -6,17 +6,15 @@ import asyncio
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from evaluator.benchmarks import get_benchmark
-from evaluator.loop import Decide, LiveOutcome, play
+from evaluator.loop import Decide, LiveOutcome, LiveRunner, play
 from evaluator.pool.client import Completion, OpenRouterClient, RetryBudget
 from evaluator.pool.ledger import Ledger
 from evaluator.rules import Competition
 from evaluator.types import Item
-
-LiveRunner = Callable[[str, Sequence[Item], Decide], list[LiveOutcome]]
 
 
 class SharedResponses:

@@ -24,8 +24,8 @@ from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from evaluator.benchmarks.corpus import load_audit_corpus, load_corpus, load_personas
 from evaluator.loop import THINKER, TURN_HEADER_RE, VERIFIER, WORKER
-from evaluator.pool.corpus import load_audit_corpus, load_corpus, load_personas
 from evaluator.rules import ROLES, Competition
 
 PLAN_GAIN = 0.5  # share of the Worker's remaining error a perfect Thinker's plan removes

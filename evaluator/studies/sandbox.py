@@ -51,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
 
 def bench_demo_grading(count: int, repeats: int) -> dict[str, Any]:
     """Median seconds of grade_many on the demo's answers, a sandbox per test and per program."""
+    from evaluator.benchmarks.corpus import load_corpus
     from evaluator.benchmarks.livecodebench import LiveCodeBench
-    from evaluator.pool.corpus import load_corpus
     from evaluator.rules import OFFICIAL
 
     entries = load_corpus(OFFICIAL, ["livecodebench"])

@@ -1,4 +1,7 @@
-"""A submission: its folder, weights.safetensors, receipt.json, and packing a training run into one."""
+"""A submission: its folder, weights.safetensors and receipt.json.
+
+Packing a training run into one is evaluator.train.pack.
+"""
 
 from evaluator.submission.folder import Submission, write_submission
 from evaluator.submission.receipt import Receipt, load_receipt, parse_receipt

@@ -53,21 +53,21 @@ def _is_held_out(v: Any) -> bool:
         and all(0 < len(i) <= MAX_ID_CHARS for i in ids) for ids in v.values())
 
 
-Check = Callable[[Any], bool]
-OPTIMIZER_FIELDS: dict[str, tuple[Check, str]] = {
+FieldCheck = Callable[[Any], bool]
+OPTIMIZER_FIELDS: dict[str, tuple[FieldCheck, str]] = {
     "name": (lambda v: isinstance(v, str) and 0 < len(v) <= 64, "a short string"),
     "popsize": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
     "sigma0": (lambda v: _is_number(v) and v > 0, "a positive number"),
     "generations": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
     "seed": (_is_int, "an integer"),
 }
-FITNESS_FIELDS: dict[str, tuple[Check, str]] = {
+FITNESS_FIELDS: dict[str, tuple[FieldCheck, str]] = {
     "generation": (lambda v: _is_int(v) and v >= 0, "a non-negative integer"),
     "mean": (_is_number, "a finite number"),
     "max": (_is_number, "a finite number"),
     "best": (_is_number, "a finite number"),
 }
-RECEIPT_FIELDS: dict[str, tuple[Check, str]] = {
+RECEIPT_FIELDS: dict[str, tuple[FieldCheck, str]] = {
     "format": (lambda v: v == RECEIPT_FORMAT and _is_int(v), f"the integer {RECEIPT_FORMAT}"),
     "miner": (is_name, "a GitHub login"),
     "generation": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
@@ -95,7 +95,7 @@ LATER_FIELDS = ("init_weights_sha256", "held_out")
 MAX_ID_CHARS = 200  # an item id in `held_out`
 
 
-def _check_object(obj: dict[str, Any], fields: dict[str, tuple[Check, str]], where: str) -> None:
+def _check_object(obj: dict[str, Any], fields: dict[str, tuple[FieldCheck, str]], where: str) -> None:
     unknown = sorted(set(obj) - set(fields))
     if unknown:
         raise SubmissionError(f"{where} has unknown field(s) {', '.join(map(repr, unknown))}")

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from evaluator import cli
+from evaluator.benchmarks.corpus import CorpusItem
 from evaluator.benchmarks.mmlu import MMLU
 from evaluator.benchmarks.sealing import PASSWORD_ENV, load_manifest, open_benchmark
 from evaluator.benchmarks.splits import SEED_ENV
 from evaluator.collect import read_answered
-from evaluator.pool.corpus import CorpusItem
 from evaluator.pool.ledger import verify_ledger
 from evaluator.pool.simulator import Simulator, serve_simulator
 from evaluator.rules import Competition

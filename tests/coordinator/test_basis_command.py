@@ -6,11 +6,11 @@ import json
 import pytest
 
 from evaluator.basis import BASIS_FILE, read_basis
+from evaluator.benchmarks.corpus import load_corpus
 from evaluator.benchmarks.sealing import write_train_items
 from evaluator.cli import main
 from evaluator.coordinator.tiny import make_tiny
 from evaluator.gates import context_for
-from evaluator.pool.corpus import load_corpus
 
 
 @pytest.fixture

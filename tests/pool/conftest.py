@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pool_fakes import PERSONAS, FakeMath, Sleeps, make_corpus
 
+from evaluator.benchmarks.corpus import CorpusItem
 from evaluator.pool.client import OpenRouterClient, RetryPolicy
-from evaluator.pool.corpus import CorpusItem
 from evaluator.pool.simulator import Simulator, serve_simulator
 from evaluator.rules import OFFICIAL
 

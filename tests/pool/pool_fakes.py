@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from evaluator.pool.corpus import CorpusItem
+from evaluator.benchmarks.corpus import CorpusItem
 from evaluator.rules import OFFICIAL
 from evaluator.types import Item
 

@@ -12,8 +12,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from evaluator.benchmarks import get_benchmark
-from evaluator.benchmarks.livecodebench import extract_program
-from evaluator.pool.corpus import (
+from evaluator.benchmarks.corpus import (
     CorpusError,
     CorpusItem,
     audit_about,
@@ -24,6 +23,7 @@ from evaluator.pool.corpus import (
     load_personas,
     parse_line,
 )
+from evaluator.benchmarks.livecodebench import extract_program
 from evaluator.pool.simulator import Simulator
 from evaluator.rules import BENCHMARKS, OFFICIAL
 

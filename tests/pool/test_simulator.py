@@ -12,12 +12,12 @@ import httpx
 import pytest
 from pool_fakes import DEEPSEEK, GEMINI, PERSONAS, QWEN, FakeMath, make_corpus
 
+from evaluator.benchmarks.corpus import read_corpus
 from evaluator.benchmarks.math500 import extract_answer
 from evaluator.benchmarks.mmlu import extract_letter
 from evaluator.commands.pool import load_inputs, parse_fault_rates
 from evaluator.errors import CorpusError, UsageError
 from evaluator.loop import Turn, model_messages, truncate_output
-from evaluator.pool.corpus import read_corpus
 from evaluator.pool.simulator import (
     JUDGED,
     NO_WORK,

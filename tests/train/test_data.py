@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from evaluator.answered import append_answered, read_answered
 from evaluator.errors import TrainingError
 from evaluator.rules import OFFICIAL
-from evaluator.train.data import append_answered, read_answered
 from evaluator.types import AnsweredItem, Item, ModelAnswer
 
 POOL = OFFICIAL.pool_names

@@ -370,7 +370,7 @@ def test_train_and_summary_through_the_tiny_encoder(tmp_path, tiny):
 
 
 def corpus_entry(i: int, bench: str):
-    from evaluator.pool.corpus import CorpusItem
+    from evaluator.benchmarks.corpus import CorpusItem
 
     if bench == "math500":
         item = Item(bench, f"m{i}", f"Compute {i} + {i}. Put the answer in \\boxed{{}}.",

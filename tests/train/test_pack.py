@@ -10,8 +10,8 @@ from evaluator.errors import LedgerError, SubmissionError, TrainingError
 from evaluator.pool.ledger import Ledger
 from evaluator.rules import OFFICIAL
 from evaluator.submission import load_receipt, read_weights, sha256_file
-from evaluator.submission.pack import SPARK_WIDTH, pack, render_readme, sparkline
 from evaluator.train.data import TrainingSet
+from evaluator.train.pack import SPARK_WIDTH, pack, render_readme, sparkline
 from evaluator.train.run import TrainConfig, run_training
 from evaluator.types import AnsweredItem, Item, ModelAnswer
 

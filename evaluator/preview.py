@@ -12,7 +12,7 @@ evaluator's own. Live accuracy and efficiency are measured only on request, with
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,7 @@ import numpy as np
 
 from evaluator.advisories import routing_advisories, weight_advisories
 from evaluator.heads import Head
-from evaluator.loop import LiveOutcome, coordinator_transcript
+from evaluator.loop import LiveOutcome, LiveRunner, coordinator_transcript
 from evaluator.records import KING
 from evaluator.rules import Competition
 from evaluator.scoring import BOOTSTRAP_SEED, Measured, composite, interval, novelty, overfit
@@ -28,9 +28,6 @@ from evaluator.types import AnsweredItem, Decision
 from evaluator.verdict import components, judge, measured, published_crowns
 
 log = logging.getLogger(__name__)
-
-LiveRunner = Callable[[str, Sequence[Any], Callable[[list[str]], list[Decision]]],
-                      list[LiveOutcome]]
 
 
 @dataclass

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from evaluator.advice import NextStep, next_step, submission_advisories
 from evaluator.advisories import Advisory
 from evaluator.cli import main
 from evaluator.gates import GateContext, GateReport, GateResult, run_gates
+from evaluator.next_steps import NextStep, next_step, submission_advisories
 from evaluator.pool.ledger import Ledger
 from evaluator.records import Attempt
 from evaluator.rules import OFFICIAL
