@@ -77,7 +77,8 @@ def world(tmp_path_factory, make_submission_module):
                            held_out={b: [f"{b}-{i}" for i in range(0, 40, 2)] for b in BENCHES})
     Store(declared).write_king(a_king("bob", 1))
     return {"tmp": tmp, "rules": rules, "encoder": encoder, "data": data, "repo": repo,
-            "king": king, "base": base, "train": train, "declared": declared}
+            "king": king, "base": base, "train": train, "declared": declared,
+            "make": make_submission_module}
 
 
 @pytest.fixture(scope="module")
@@ -192,6 +193,16 @@ def test_against_a_king_that_names_its_held_out_rows_the_comparison_is_on_unseen
     ids = json.loads((world["tmp"] / "exp" / "held" / "holdout.json").read_text())["ids"]
     assert code == 0 and report["king"]["unseen_rows"] == {
         b: len(kings[b] & set(ids[b])) for b in BENCHES}
+    # a king that names most of the rows is not believed: a challenger is not starved of rows
+    greedy = world["tmp"] / "greedy"
+    (greedy / "leaderboard").mkdir(parents=True)
+    world["make"](greedy, "bob", 1, seed=3, rules=world["rules"],
+               held_out={b: [f"{b}-{i}" for i in range(30)] for b in BENCHES})
+    Store(greedy).write_king(a_king("bob", 1))
+    capsys.readouterr()
+    assert main([*world["train"], "--run-name", "starved", "--holdout-king",
+                 "--repo", str(greedy)]) == 1
+    assert "names 30 of your 40 math500 rows as never trained on" in capsys.readouterr().err
     # a king that names none: --holdout-king says so, and score prints the lean instead
     assert main([*world["train"], "--run-name", "nothing", "--holdout-king",
                  "--repo", str(world["repo"])]) == 2

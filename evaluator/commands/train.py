@@ -93,7 +93,12 @@ def run(args: argparse.Namespace) -> int:
 
     from evaluator.errors import TrainingError
     from evaluator.heads import resolve_head
-    from evaluator.train.data import LEDGER_FILE, load_training_set, split_holdout
+    from evaluator.train.data import (
+        LEDGER_FILE,
+        check_kings_held_out,
+        load_training_set,
+        split_holdout,
+    )
     from evaluator.train.fitness import encoder_featurizer
     from evaluator.train.live import pool_live_fitness
     from evaluator.train.roles import fit_rows, turn2_transcripts
@@ -118,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
     kings = kings_held_out(args.repo, rules) if args.holdout_king else None
     if kings is not None and config.holdout == 0:
         raise UsageError("--holdout-king adds to the held-out share; --holdout 0 keeps none")
+    if kings is not None:
+        check_kings_held_out(data, kings)
     heldout = None
     if config.holdout > 0:
         data, heldout = split_holdout(data, config.holdout, config.seed, rules, kings)

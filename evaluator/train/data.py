@@ -91,6 +91,25 @@ def load_training_set(data_dir: str | Path, benchmarks: Sequence[str],
     return TrainingSet.of(rows, rules, benchmarks)
 
 
+# A king whose receipt names more than this share of a miner's rows as never trained on is not
+# believed: holding them all out would leave the challenger too little to train on.
+KINGS_HELD_OUT_MAX = 0.5
+
+
+def check_kings_held_out(data: TrainingSet, kings: dict[str, list[str]]) -> None:
+    """TrainingError when the king's declared held-out ids cover more than KINGS_HELD_OUT_MAX
+    of this data's rows of a benchmark (a receipt its miner wrote: `--holdout-king` must not
+    let a king starve its challengers of training rows)."""
+    for b, name in enumerate(data.benchmarks):
+        ids = {data.rows[i].item.id for i in np.flatnonzero(data.benchmark_of == b)}
+        named = ids & set(kings.get(name) or ())
+        if ids and len(named) > KINGS_HELD_OUT_MAX * len(ids):
+            raise TrainingError(
+                f"the king's receipt names {len(named)} of your {len(ids)} {name} rows as never "
+                f"trained on, more than {KINGS_HELD_OUT_MAX:.0%}: holding them out would leave "
+                "too little to train on; train without --holdout-king")
+
+
 def split_holdout(data: TrainingSet, share: float, seed: int, rules: Competition,
                   also: dict[str, list[str]] | None = None
                   ) -> tuple[TrainingSet, dict[str, list[str]]]:
