@@ -149,13 +149,7 @@ def read_json_lines(path: Path, bulky: str | None = None) -> list[dict[str, Any]
         rows = loads_finite("[" + ",".join(shells) + "]")
     except ValueError:
         rows = None
-    if (isinstance(rows, list) and len(rows) == len(filled)
-            and all(isinstance(row, dict) for row in rows)
-            and all(value is None or row.get(bulky) == ""
-                    for row, value in zip(rows, cut, strict=True))):
-        for row, value in zip(rows, cut, strict=True):
-            if value is not None:
-                row[bulky] = value
+    if isinstance(rows, list) and len(rows) == len(filled) and _put_back(rows, cut, bulky):
         return rows
     rows = []
     for number, line in enumerate(lines, start=1):
@@ -170,6 +164,19 @@ def read_json_lines(path: Path, bulky: str | None = None) -> list[dict[str, Any]
             raise LeaderboardError(f"{path}:{number} should be a JSON object")
         rows.append(row)
     return rows
+
+
+def _put_back(rows: list[Any], cut: list[str | None], key: str | None) -> bool:
+    """Whether every row is an object whose `key` was emptied where a value was cut out,
+    each value put back on the way (one pass over a season's rows)."""
+    for row, value in zip(rows, cut, strict=True):
+        if not isinstance(row, dict):
+            return False
+        if value is not None:
+            if row.get(key) != "":
+                return False
+            row[key] = value
+    return True
 
 
 def _cut(lines: list[str], key: str) -> tuple[list[str], list[str | None]]:
