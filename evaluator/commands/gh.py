@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from evaluator import vault
+from evaluator import handover, vault
 from evaluator.commands.leaderboard import load_result
 from evaluator.commands.output import github_output, say, set_outputs, write_json_out
 from evaluator.commands.reports import headline, render_result, render_unfinished
@@ -415,7 +415,7 @@ def run_encrypt_result(args: argparse.Namespace) -> int:
         plain = args.result.read_bytes()
     except OSError as exc:
         raise GitHubError(f"cannot read the result {args.result}: {exc}") from exc
-    sealed = vault.lock(plain, _result_key(), _about(number, sha), RESULT_KEY_ENV)
+    sealed = handover.lock(plain, _result_key(), _about(number, sha), RESULT_KEY_ENV)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(sealed)
     _say(f"sealed the result of PR #{number} at {sha[:12]} for the record job")
@@ -429,7 +429,7 @@ def run_decrypt_result(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise GitHubError(f"cannot read the sealed result {args.sealed}: {exc}") from exc
     try:
-        plain = vault.unlock(sealed, _result_key(), _about(number, sha), RESULT_KEY_ENV)
+        plain = handover.unlock(sealed, _result_key(), _about(number, sha), RESULT_KEY_ENV)
     except VaultError as exc:
         raise GitHubError(f"the evaluation artifact is refused: {exc}; nothing is recorded. "
                           "Re-run the evaluation (a new artifact), and check that "
