@@ -45,7 +45,7 @@ class FeatureBasis:
 
     directions: np.ndarray
     items: int
-    digest: str = ""  # names the basis a recorded `Seen` is on (see `read_basis`)
+    digest: str  # names the basis a recorded `Seen` is on (see `read_basis`)
 
     def project(self, view: np.ndarray, n_models: int) -> np.ndarray:
         """A fingerprint (centred model rows) as the public items see it, at unit norm."""

@@ -167,14 +167,17 @@ def _load(name: str):
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser, with full options for the chosen subcommand and a summary for the others."""
-    parser = Parser(prog="tinyrouter", usage="tinyrouter [--competition FILE] [-v] COMMAND ...",
+    chosen = _chosen(argv)
+    # the list of commands is only shown by the top-level help: not built when one is chosen
+    listed = None if chosen else (commands_by_audience() + "`tinyrouter COMMAND --help` shows "
+                                  "a command's options.")
+    parser = Parser(prog="tinyrouter",
+                    usage=None if chosen else "tinyrouter [--competition FILE] [-v] COMMAND ...",
                     description="TinyRouter: the open benchmark for LLM routing.",
-                    epilog=commands_by_audience() + "`tinyrouter COMMAND --help` shows a "
-                    "command's options.", formatter_class=TopHelpFormatter)
+                    epilog=listed, formatter_class=TopHelpFormatter)
     parser.add_argument("--version", action="version", version=f"tinyrouter {__version__}")
     add_global_options(parser, os.environ.get("TINYROUTER_COMPETITION"), False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", help=argparse.SUPPRESS)
-    chosen = _chosen(argv)
     for name, command in COMMANDS.items():
         child = sub.add_parser(name, help=command.summary)
         if name == chosen:

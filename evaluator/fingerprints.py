@@ -121,12 +121,20 @@ class _Compact:
             dots = np.einsum("krc,rc->kr", values, back, dtype=np.float64)
             return (scale * dots).sum(axis=1) / np.sqrt(known)
         if seen is not None:
-            values = np.matmul(values, seen)
+            values, energy = self.projected(rows, seen)
+            dots = (scale * np.einsum("krc,rc->kr", values, target, dtype=np.float64)).sum(axis=1)
+            return dots / np.maximum(np.sqrt(energy), 1e-30)
         dots = (scale * np.einsum("krc,rc->kr", values, target, dtype=np.float64)).sum(axis=1)
-        energy = np.einsum("krc,krc->kr", values, values, dtype=np.float64)
-        if seen is None:
-            return dots * self.unit(rows, energy, scale)
-        return dots / np.maximum(np.sqrt((scale ** 2 * energy).sum(axis=1)), 1e-30)
+        return dots * self.unit(rows, np.einsum("krc,krc->kr", values, values,
+                                                dtype=np.float64), scale)
+
+    def projected(self, rows: slice, seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The block's contrasts projected on `seen` (in code units), and each fingerprint's
+        energy there (its squared norm, scales applied): what a recorded `Seen` keeps."""
+        values = np.matmul(self.codes(rows), seen)
+        scale = self.scale[rows][:, :, 0].astype(np.float64)
+        energy = (scale ** 2 * np.einsum("krc,krc->kr", values, values, dtype=np.float64))
+        return values, energy.sum(axis=1)
 
 
 def _parse(texts: list[str], rules: Competition) -> tuple[list[int], _Compact | None,
@@ -169,14 +177,10 @@ def energy_on(text: str, rules: Competition, directions: np.ndarray) -> float:
     would work it out from the stored codes: kept with the attempt, so that gate 3 need not
     project a season of fingerprints again (the one costly step with a basis)."""
     _, reader, legacy = _parse([text], rules)
-    seen = directions.T.astype(np.float32)
     if reader is None:
         view = legacy[0].reshape(rules.n_models, -1)
         return float(np.sum((contrasts(rules.n_models) @ view @ directions.T) ** 2))
-    values = np.matmul(reader.codes(slice(0, 1)), seen)
-    scale = reader.scale[0:1][:, :, 0].astype(np.float64)
-    return float((scale ** 2 * np.einsum("krc,krc->kr", values, values,
-                                         dtype=np.float64)).sum())
+    return float(reader.projected(slice(0, 1), directions.T.astype(np.float32))[1][0])
 
 
 def cosines(mine: np.ndarray, texts: list[str], rules: Competition,

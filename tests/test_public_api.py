@@ -47,6 +47,13 @@ def test_the_help_lists_every_command_once_by_audience(capsys):
         assert all(f"  {name} " in text for name in names)
 
 
+@pytest.mark.parametrize("argv", [["gates"], ["leaderboard", "apply"], ["dev", "scale"]])
+def test_a_commands_usage_names_it(argv, capsys):
+    with pytest.raises(SystemExit):
+        build_parser(argv).parse_args([*argv, "--help"])
+    assert capsys.readouterr().out.startswith(f"usage: tinyrouter {' '.join(argv)} [-h]")
+
+
 def test_the_studies_are_one_group_apart_from_the_product():
     from evaluator.commands.dev import STUDIES
 

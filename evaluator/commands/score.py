@@ -75,8 +75,8 @@ def neither_trained_on(held: dict, king: Any, rules: Any) -> tuple[dict | None, 
     kings = held_out_of(king, rules)
     if kings is None:
         return None, None
-    unseen = {b: [row for row in rows if row.item.id in set(kings.get(b) or ())]
-              for b, rows in held.items()}
+    named = {b: set(kings.get(b) or ()) for b in held}
+    unseen = {b: [row for row in rows if row.item.id in named[b]] for b, rows in held.items()}
     return (unseen if all(unseen.values()) else None), kings
 
 
