@@ -72,7 +72,6 @@ import re
 import select
 import shutil
 import signal
-import statistics
 import struct
 import subprocess
 import sys
@@ -246,55 +245,6 @@ def isolation_available() -> str:
 def caps_available() -> str:
     """How memory and processes are capped for a whole run here: a cgroup, or per process."""
     return CGROUP if _cgroup_base() else PER_PROCESS
-
-
-def bench(repeats: int = 20, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
-    """Median wall milliseconds per program, trivial and call-based, per isolation here."""
-    programs = {"trivial": lambda mode: run_program("print(1)", "", limits, mode),
-                "call": lambda mode: call_function(BENCH_SOLUTION, "add", "1\n2\n", limits, mode)}
-    result: dict[str, Any] = {"caps": caps_available(), "repeats": repeats}
-    for mode in sorted({isolation_available(), RLIMITS}):
-        for name, run in programs.items():
-            run(mode)  # the first run pays for the one-off probes
-            times = []
-            for _ in range(repeats):
-                start = time.perf_counter()
-                outcome = run(mode)
-                times.append(time.perf_counter() - start)
-                if not outcome.ok:
-                    raise TinyRouterError(f"bench: the {name} program failed under {mode}: "
-                                          f"{outcome.reason()}")
-            result[f"{mode} {name} ms"] = round(statistics.median(times) * 1000, 1)
-    return result
-
-
-def bench_each(programs: int = 8, tests: int = 8, repeats: int = 5,
-               limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
-    """Median wall milliseconds to run `programs` programs on `tests` inputs each, with one
-    sandbox per test and one per program (the two alternating), per isolation here."""
-    sources = [f"print(int(input()) + {n})" for n in range(programs)]
-    inputs = [f"{t}\n" for t in range(tests)]
-    paths = {"per test": lambda mode: [run_program(s, i, limits, mode)
-                                       for s in sources for i in inputs],
-             "per program": lambda mode: [r for s in sources
-                                          for r in run_each(s, [Run(i) for i in inputs], limits,
-                                                            mode)]}
-    result: dict[str, Any] = {"caps": caps_available(), "repeats": repeats,
-                              "programs": programs, "tests": tests}
-    for mode in sorted({isolation_available(), RLIMITS}):
-        times: dict[str, list[float]] = {name: [] for name in paths}
-        for _ in range(repeats):
-            for name, run in paths.items():
-                start = time.perf_counter()
-                outcomes = run(mode)
-                times[name].append(time.perf_counter() - start)
-                if not all(outcome.ok for outcome in outcomes):
-                    raise TinyRouterError(f"bench: a program failed {name} under {mode}")
-        medians = {name: statistics.median(values) for name, values in times.items()}
-        for name, median in medians.items():
-            result[f"{mode} {name} ms"] = round(median * 1000, 1)
-        result[f"{mode} per program speed-up"] = round(medians["per test"] / medians["per program"], 2)
-    return result
 
 
 # One run --------------------------------------------------------------------------------
@@ -1041,8 +991,6 @@ for _ in range(3):
     except ProcessLookupError:
         break
 """
-
-BENCH_SOLUTION = "class Solution:\n    def add(self, a, b):\n        return a + b\n"
 
 HARNESS = r'''
 import json, os, sys

@@ -497,11 +497,3 @@ def test_a_runner_that_stops_answering_fails_every_run_left(monkeypatch, runner,
     results = run_each("print(1)", [Run(""), Run("")], limits)
     assert time.monotonic() - start < bound + 1.0
     assert [(r.ok, r.timed_out, r.reason()) for r in results] == [(False, timed_out, reason)] * 2
-
-
-
-def test_the_bench_times_both_ways_per_isolation():
-    result = sandbox.bench_each(programs=1, tests=2, repeats=1, limits=FAST)
-    for mode in MODES:
-        assert result[f"{mode} per test ms"] > 0 and result[f"{mode} per program ms"] > 0
-        assert result[f"{mode} per program speed-up"] > 0
