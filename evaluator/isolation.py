@@ -245,7 +245,7 @@ def _probe_checks(run: Callable[..., sandbox.RunResult], caps: str) -> list[Chec
         host_file.write_text(token)
         Path(folder).chmod(0o755)
         host_file.chmod(0o644)
-        paths = [str(host_file), "/etc/passwd", __file__, str(Path(sandbox.__file__).parent)]
+        paths = [str(host_file), "/etc/passwd", __file__, str(Path(sandbox.__file__).parents[1])]
         stdin = json.dumps({"port": port, "paths": paths, "forks": cap + 2})
         result = run(PROBE, stdin, limits, sandbox.BUBBLEWRAP)
         hog = run(MEMORY_HOG.replace("MB", str(limits.memory_mb + 64)), "", limits,

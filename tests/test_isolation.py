@@ -114,7 +114,7 @@ def test_the_self_test_holds_here_and_says_how():
 @needs_bubblewrap
 def test_a_sandbox_without_its_seccomp_filter_is_not_in_force(monkeypatch):
     # half-started: the namespaces are there, the filter is not
-    monkeypatch.setattr(sandbox, "_seccomp_filter", lambda: None)
+    monkeypatch.setattr(sandbox.seccomp, "filter_program", lambda: None)
     found = isolation.self_test()
     assert not found.in_force
     assert "seccomp filter: no user namespaces (Seccomp 0, unshare 0)" in found.reason
@@ -140,7 +140,7 @@ def test_a_self_test_probe_that_hangs_is_not_in_force():
 
 @needs_bubblewrap
 def test_a_cgroup_that_cannot_be_created_is_not_in_force(monkeypatch, tmp_path):
-    monkeypatch.setattr(sandbox, "_cgroup_base", lambda: tmp_path / "no-such-cgroup")
+    monkeypatch.setattr(sandbox.cgroups, "cgroup_base", lambda: tmp_path / "no-such-cgroup")
     found = isolation.self_test()
     assert not found.in_force
     assert "cannot create the run's cgroup" in found.reason

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shutil
 import socket
 import sys
 import threading
@@ -28,6 +29,8 @@ from evaluator.sandbox import (
     run_each,
     run_program,
 )
+from evaluator.sandbox.limits import EACH_START_SECONDS, EACH_TEST_SECONDS, each_seconds
+from evaluator.sandbox.runs import runner_processes
 
 FAST = Limits(cpu_seconds=2, wall_seconds=5.0, memory_mb=256, processes=16,
               file_size_mb=1, open_files=32, tmpfs_mb=8, output_bytes=64 * 1024, process_memory_mb=64)
@@ -134,7 +137,7 @@ def test_the_memory_limit_binds_the_whole_run_not_each_process(mode):
 ])
 def test_with_a_cgroup_the_launcher_joins_it_before_the_program_runs(tmp_path, monkeypatch, run,
                                                                       pids):
-    monkeypatch.setattr(sandbox, "_cgroup_base", lambda: tmp_path)  # a stand-in cgroup folder
+    monkeypatch.setattr(sandbox.cgroups, "cgroup_base", lambda: tmp_path)  # a stand-in cgroup folder
     result = run()
     (group,) = tmp_path.iterdir()
     assert (result.stdout, result.caps) == ("1\n", CGROUP)
@@ -291,7 +294,7 @@ def test_an_interpreter_outside_usr_brings_only_its_own_files(monkeypatch):
     base = os.path.realpath(sys.executable)
     if base.startswith("/usr/"):
         pytest.skip("the test interpreter lives under /usr")
-    monkeypatch.setattr(sandbox, "_python", lambda: base)
+    monkeypatch.setattr(sandbox.process, "python", lambda: base)
     source = ("import os, platform\nprint(platform.python_version())\n"
               "print(os.path.exists('/usr/lib/python3'), os.path.exists(os.path.dirname(os.__file__)"
               " + '/site-packages/pytest'))\n")
@@ -327,10 +330,8 @@ def test_killing_the_parent_harms_only_the_program(mode, attack):
 
 
 def test_without_bubblewrap_grading_refuses_unless_asked_and_says_why_once(monkeypatch, caplog):
-    real_which = sandbox.shutil.which
-    monkeypatch.setattr(sandbox.shutil, "which",
-                        lambda name: None if name == "bwrap" else real_which(name))
-    monkeypatch.setattr(isolation.shutil, "which", sandbox.shutil.which)
+    real_which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
     sandbox.probe.cache_clear()
     isolation.verified.cache_clear()
     try:
@@ -401,14 +402,14 @@ def test_a_run_has_the_limits_of_a_run_of_its_own_and_its_runner_its_own(mode):
     (inside,) = run_each(LIMITS_READ.replace("getpid", "getppid") + "\n" + LIMITS_READ, [Run("")],
                          FAST, mode)
     runner, run = (limits_of(text) for text in inside.stdout.split("\n\n")[:2])
-    room = sandbox._runner_processes(mode)  # the runner is a process of the run's uid too
+    room = runner_processes(mode, sandbox.bwrap_as_root())  # the runner is a process of the run's uid too
     if mode == RLIMITS and os.geteuid() != 0:  # on top of the user's tasks, counted at each start
         for limits in (alone, run, runner):
             limits.pop("Max processes")
         room = 0
     assert {**run, **({"Max processes": [str(int(n) - room) for n in run["Max processes"]]}
                       if "Max processes" in run else {})} == alone
-    cpu = int(sandbox._each_seconds(FAST, 1) + 0.999)
+    cpu = int(each_seconds(FAST, 1) + 0.999)
     assert runner == {**run, "Max cpu time": [str(cpu)] * 2}
 
 
@@ -490,9 +491,9 @@ def test_a_run_cannot_open_trace_or_forge_the_runner(mode):
 ])
 def test_a_runner_that_stops_answering_fails_every_run_left(monkeypatch, runner, timed_out,
                                                             reason):
-    monkeypatch.setattr(sandbox, "RUNNER", runner)
+    monkeypatch.setattr(sandbox.inside, "RUNNER", runner)
     limits = dataclasses.replace(FAST, wall_seconds=0.5)
-    bound = 2 * (limits.wall_seconds + sandbox.EACH_TEST_SECONDS) + sandbox.EACH_START_SECONDS
+    bound = 2 * (limits.wall_seconds + EACH_TEST_SECONDS) + EACH_START_SECONDS
     start = time.monotonic()
     results = run_each("print(1)", [Run(""), Run("")], limits)
     assert time.monotonic() - start < bound + 1.0
