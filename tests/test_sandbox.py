@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import socket
+import struct
 import sys
 import threading
 import time
@@ -351,6 +352,24 @@ def test_without_bubblewrap_grading_refuses_unless_asked_and_says_why_once(monke
     assert second.stdout == "3\n"
     assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
     assert "bwrap is not installed" in caplog.records[0].message
+
+
+def test_the_probe_is_found_once_and_kept_as_a_frozen_value():
+    found = sandbox.probe()
+    assert sandbox.probe() is found and found.mode == sandbox.isolation_available()
+    assert (found.failure == "") == (found.mode == BUBBLEWRAP)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        found.mode = RLIMITS
+
+
+def test_the_seccomp_assembler_turns_labels_into_relative_jumps():
+    seccomp = sandbox.seccomp
+    program = [(seccomp.BPF_LD_ABS, 0), (seccomp.BPF_JEQ, 7, "deny", "allow"), "allow",
+               (seccomp.BPF_RET, seccomp.SECCOMP_ALLOW), "deny", (seccomp.BPF_RET, 1)]
+    code = seccomp.assemble(program)
+    assert [struct.unpack("=HBBI", code[i:i + 8]) for i in range(0, len(code), 8)] == [
+        (seccomp.BPF_LD_ABS, 0, 0, 0), (seccomp.BPF_JEQ, 1, 0, 7),
+        (seccomp.BPF_RET, 0, 0, seccomp.SECCOMP_ALLOW), (seccomp.BPF_RET, 0, 0, 1)]
 
 
 # Many runs of one program in one sandbox ------------------------------------------------

@@ -54,6 +54,21 @@ def test_the_site_builds_from_an_installed_wheel(installed, tmp_path):
         assert (tmp_path / "public" / page).is_file(), page
 
 
+SHIPPED_SANDBOX = """import json
+from evaluator import sandbox
+source = "def f(a):\\n    return (a, a)\\nif __name__ == '__main__':\\n    print(int(input()) * 3)\\n"
+runs = [sandbox.Run("2\\n"), sandbox.Run("[1]\\n", "f")]
+print(json.dumps([r.stdout for r in sandbox.run_each(source, runs, isolation=sandbox.RLIMITS)]))
+"""
+
+
+def test_the_sandbox_runs_the_programs_the_wheel_ships(installed, tmp_path):
+    """The runner and the harness are files of the wheel, read from the installed package."""
+    python = installed.parent / "python"
+    done = run(python, "-c", SHIPPED_SANDBOX, cwd=tmp_path)
+    assert json.loads(done.stdout) == ["6\n", "[[1], [1]]\n"]
+
+
 def without(extras: tuple[str, ...], where: Path) -> dict[str, str]:
     """An environment in which the packages of these extras fail to import, as if not installed."""
     blocked = sorted(name for name, extra in EXTRAS.items() if extra in extras)
