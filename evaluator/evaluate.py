@@ -26,9 +26,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from evaluator.changes import Change
 from evaluator.errors import BenchmarkError, LeaderboardError, OutOfCreditError, PoolError
 from evaluator.files import format_time, utc_now
-from evaluator.gates import Change, recheck
+from evaluator.gates import recheck
 from evaluator.loop import FAILED, LiveOutcome, LiveRunner, coordinator_transcript
 from evaluator.records import (
     KING,

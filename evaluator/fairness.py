@@ -1,12 +1,8 @@
 """The fairness figures: a seeded Monte Carlo of the competition's own scoring under its rules.
 
-A correctness matrix gives, per benchmark, each pool model's chance of answering each item
-right with one Worker answer (the demo corpus's personas, or measured data in the
-`tasks[].per_model` format). Every trial draws a hidden benchmark from it as sealing does
-(a scored pool and a live split per benchmark, each cached answer's correctness drawn once),
-heads as one model choice per item, and this evaluation's partition of the pool, then scores
-them with `evaluator.scoring`: the overfit gate, the composite, the paired bootstrap and the
-crown rule, exactly the code an evaluation runs.
+Every trial simulates one evaluation (evaluator/simulation.py): a hidden benchmark drawn
+from a correctness matrix, heads as model choices, scored and judged by exactly the code an
+evaluation runs.
 
 The figures (some also computed with a rule taken away: what that rule buys):
 
@@ -32,383 +28,62 @@ The figures (some also computed with a rule taken away: what that rule buys):
   variations of a head and keeping whichever published delta went up (one king, many sybil
   logins). Without: a fixed split and exact published deltas.
 
-Every crown rate comes with its Monte Carlo standard error and in two columns.
-**Independent** (the default): the king's live sessions are a fresh run, as a provider's is
-even at temperature 0: two runs of one call get different grades with chance `RERUN_FLIP`,
-measured on the peer data's repeated samples. **Shared**: the same choice on the same item
-gets the same grade and turns for both heads, as the evaluation's shared responses give where
-both heads make every call of a session alike.
-
-Other modelling choices, documented on the site's Fairness page: live questions take 1, 2 or
-3 turns (probabilities 0.25, 0.5, 0.25); a live answer is right with the chance of that
-model's cached answer, moved toward one half where the matrix is surer than a re-run is; a
-matrix with fewer items than a hidden benchmark needs is sampled with replacement.
+Every crown rate comes with its Monte Carlo standard error and in two columns, for the two
+ways live play is modelled (evaluator/simulation.py): **independent** re-runs (the default)
+and **shared** responses.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import json
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from evaluator.baselines import matrix_from_json
-from evaluator.errors import BaselineError
 from evaluator.records import KING
-from evaluator.rules import ROLES, Competition
+from evaluator.rules import Competition
 from evaluator.scoring import (
     TOLERANCE,
     Measured,
-    composite,
     judge_gap,
-    novelty,
     overfit_gap,
-    score_benchmark,
 )
-from evaluator.types import Decision
-from evaluator.verdict import MORE, evidence, evidence_outcome, judge
+from evaluator.simulation import (
+    INDEPENDENT,
+    REFERENCE_ACCURACY,
+    RERUN_FLIP,
+    SHARED,
+    Choices,
+    Halves,
+    Hidden,
+    Matrix,
+    best_single,
+    crowned,
+    differing,
+    draw_halves,
+    draw_hidden,
+    equal_pair,
+    improved,
+    improvement_slope,
+    novelties,
+    reference_matrix,
+    rules_for,
+    score,
+)
+from evaluator.verdict import evidence, evidence_outcome
 
 FORMAT = 2
-REFERENCE_ACCURACY = 0.6
 DISAGREEMENTS = (0.1, 0.3, 0.6)  # besides the least the behavioural check lets through
 ADVANTAGES = (0.01, 0.02, 0.03, 0.05)
 POWER_DISAGREEMENT = 0.3  # besides the least the behavioural check lets through
 SUBMISSIONS = (100, 300, 1000)
-# the chance two runs of one call get different grades: the peer data's repeated samples
-# disagree on 0.10 (MATH-500, 5 samples) and 0.19 (MMLU, 3 samples) of pairs; their middle
-RERUN_FLIP = 0.15
-INDEPENDENT, SHARED = "independent", "shared"
 Z95 = 1.959964
 CLIMB_MUTATION = 0.05  # the share of items whose choice one variation of the weights changes
 CLIMB_CHECK_PARTITIONS = 16  # fresh partitions averaged to score a climber's head
 OLD_AUDIT_SIZE = 50  # the audit split before the scored pool (a fixed 150/50 split)
-TURNS, TURN_WEIGHTS = np.array([1, 2, 3]), np.array([0.25, 0.5, 0.25])
-
-
-@dataclass(frozen=True)
-class Matrix:
-    """Per benchmark, an (items, models) array of each model's chance to answer right."""
-
-    source: str
-    p: dict[str, np.ndarray]
-    # what a head can learn of each item's chances (the demo: its category's persona skills);
-    # None: the chances themselves
-    known: dict[str, np.ndarray] | None = None
-
-    @functools.cached_property
-    def live(self) -> dict[str, np.ndarray]:
-        """Per benchmark, each live call's chance of a right answer (`rerun_chance`)."""
-        return {bench: rerun_chance(p) for bench, p in self.p.items()}
-
-    def learnable(self, bench: str) -> np.ndarray:
-        return self.p[bench] if self.known is None else self.known[bench]
-
-    def check(self, rules: Competition) -> None:
-        for bench, p in self.p.items():
-            if p.ndim != 2 or p.shape[1] != rules.n_models or len(p) == 0:
-                raise BaselineError(f"the {bench} matrix must have one column per pool model "
-                                    f"({rules.n_models}); it has shape {p.shape}")
-
-
-def demo_matrix(rules: Competition) -> Matrix:
-    """The demo corpus: whether each persona's first Worker answer is right (0 or 1)."""
-    from evaluator.pool.simulator import bundled_simulator
-
-    sim = bundled_simulator(rules)
-    by_bench: dict[str, list[list[float]]] = {b: [] for b in rules.benchmarks}
-    skills: dict[str, list[list[float]]] = {b: [] for b in rules.benchmarks}
-    for entry in sim.entries:
-        item = entry.item
-        if item.benchmark in by_bench:
-            by_bench[item.benchmark].append(
-                [float(sim.worker_right(m, item)) for m in rules.pool_names])
-            skills[item.benchmark].append(
-                [sim.skill(m, item.benchmark, item.category) for m in rules.pool_names])
-    return Matrix("the demo corpus", {b: np.array(rows) for b, rows in by_bench.items() if rows},
-                  {b: np.array(rows) for b, rows in skills.items() if rows})
-
-
-def read_matrix(paths: Sequence[Path], rules: Competition) -> Matrix:
-    """Matrices in the `{"benchmark", "tasks": [{"id", "per_model": {model: [0|1, ...]}}]}`
-    format, one file per benchmark; each cell's chance is the mean of its samples."""
-    p = {}
-    for path in paths:
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise BaselineError(f"cannot read the correctness matrix {path}: {exc}") from exc
-        bench = data.get("benchmark") if isinstance(data, dict) else None
-        if not isinstance(bench, str) or not bench:
-            raise BaselineError(f"{path} names no 'benchmark'")
-        if bench in p:
-            raise BaselineError(f"two matrices for {bench}")
-        p[bench] = matrix_from_json(data).means()
-    matrix = Matrix(", ".join(Path(x).name for x in paths), p)
-    matrix.check(rules)
-    return matrix
-
-
-def reference_matrix(rules: Competition, accuracy: float = REFERENCE_ACCURACY) -> Matrix:
-    """Every model right with the same chance on every item: a head of exactly that accuracy."""
-    return Matrix(f"accuracy {accuracy}", {b: np.full((rules.pool_size, rules.n_models), accuracy)
-                                           for b in rules.benchmarks})
-
-
-def rules_for(matrix: Matrix, rules: Competition) -> Competition:
-    """The rules over the benchmarks the matrix has (peer data lacks livecodebench)."""
-    benches = tuple(b for b in rules.benchmarks if b in matrix.p) or tuple(matrix.p)
-    return dataclasses.replace(rules, benchmarks=benches)
-
-
-# ---------------------------------------------------------------- one hidden benchmark
-
-
-@dataclass(frozen=True)
-class Hidden:
-    """One drawn hidden benchmark: per benchmark the chances and the drawn 0/1 correctness of
-    every model on the scored pool and on the live split; `rerun` is a second, independent run
-    of every live call (the king's, when live play is not shared)."""
-
-    p_pool: dict[str, np.ndarray]
-    p_live: dict[str, np.ndarray]
-    pool: dict[str, np.ndarray]
-    live: dict[str, np.ndarray]
-    rerun: dict[str, np.ndarray]
-
-
-def rerun_chance(p: np.ndarray, flip: float = RERUN_FLIP) -> np.ndarray:
-    """Each live call's chance of a right answer: the matrix's, moved toward one half where the
-    matrix is surer than a provider is, so that two independent runs of a call disagree (with
-    chance 2q(1 − q)) at least `flip` of the time on average; a 0/1 matrix, like the demo
-    corpus's, gets exactly that."""
-    def spread(edge: float) -> float:
-        q = p + edge * (1 - 2 * p)
-        return float((2 * q * (1 - q)).mean())
-
-    if spread(0.0) >= flip:
-        return p
-    low, high = 0.0, 0.5
-    for _ in range(40):
-        mid = (low + high) / 2
-        low, high = (mid, high) if spread(mid) < flip else (low, mid)
-    return p + high * (1 - 2 * p)
-
-
-def draw_hidden(matrix: Matrix, rules: Competition, rng: np.random.Generator) -> Hidden:
-    parts: dict[str, dict[str, np.ndarray]] = {
-        k: {} for k in ("p_pool", "p_live", "pool", "live", "rerun")}
-    for bench in rules.benchmarks:
-        need = rules.pool_size + rules.live_size
-        picks = rng.choice(len(matrix.p[bench]), need, replace=len(matrix.p[bench]) < need)
-        pool = matrix.p[bench][picks[:rules.pool_size]]
-        live = matrix.live[bench][picks[rules.pool_size:]]
-        parts["p_pool"][bench], parts["p_live"][bench] = pool, live
-        parts["pool"][bench] = rng.random(pool.shape) < pool
-        parts["live"][bench] = rng.random(live.shape) < live
-        parts["rerun"][bench] = rng.random(live.shape) < live
-    return Hidden(**parts)
-
-
-Halves = dict[str, tuple[np.ndarray, np.ndarray]]
-
-
-def draw_halves(rules: Competition, rng: np.random.Generator) -> Halves:
-    """This evaluation's eval items and audit items of every benchmark, as indices into the
-    drawn pool: the audit stands for the private audit, items like the pool's that no head was
-    fitted to (`memoriser` is the head that was fitted to the eval items)."""
-    halves = {}
-    for bench in rules.benchmarks:
-        order = rng.permutation(max(rules.pool_size, rules.eval_size + rules.audit_size))
-        halves[bench] = (order[:rules.eval_size],
-                         order[rules.eval_size:rules.eval_size + rules.audit_size])
-    return halves
-
-
-@dataclass(frozen=True)
-class Choices:
-    """Per benchmark: the model chosen for each pool item, for each live item, and the turns
-    each live item takes."""
-
-    pool: dict[str, np.ndarray]
-    live: dict[str, np.ndarray]
-    turns: dict[str, np.ndarray]
-
-
-def best_single(hidden: Hidden, matrix: Matrix, rules: Competition) -> Choices:
-    """The head that always picks the matrix's best model of each benchmark."""
-    best = {b: int(np.argmax(matrix.p[b].mean(axis=0))) for b in rules.benchmarks}
-    return Choices(pool={b: np.full(rules.pool_size, best[b]) for b in rules.benchmarks},
-                live={b: np.full(rules.live_size, best[b]) for b in rules.benchmarks},
-                turns={b: np.full(rules.live_size, 2) for b in rules.benchmarks})
-
-
-def draw_turns(n: int, rng: np.random.Generator) -> np.ndarray:
-    return rng.choice(TURNS, n, p=TURN_WEIGHTS)
-
-
-def equal_pair(base: Choices, disagreement: float, rules: Competition,
-               rng: np.random.Generator) -> tuple[Choices, Choices]:
-    """(king, challenger) of equal true quality: on a `disagreement` share of items they pick
-    two different models, drawn as an ordered pair, so either head is as likely to hold the
-    better one; elsewhere both pick the base head's model and take the same turns."""
-    heads: tuple[dict, dict] = ({"pool": {}, "live": {}, "turns": {}},
-                                {"pool": {}, "live": {}, "turns": {}})
-    models = rules.n_models
-    for bench in rules.benchmarks:
-        for part in ("pool", "live"):
-            base_choice = getattr(base, part)[bench]
-            differ = rng.random(base_choice.size) < disagreement
-            first = rng.integers(0, models, base_choice.size)
-            second = (first + rng.integers(1, models, base_choice.size)) % models
-            heads[0][part][bench] = np.where(differ, first, base_choice)
-            heads[1][part][bench] = np.where(differ, second, base_choice)
-            if part == "live":
-                shared = draw_turns(base_choice.size, rng)
-                heads[0]["turns"][bench] = shared
-                heads[1]["turns"][bench] = np.where(differ, draw_turns(base_choice.size, rng),
-                                                    shared)
-    return Choices(**heads[0]), Choices(**heads[1])
-
-
-def improved(head: Choices, hidden: Hidden, share: float, rules: Competition,
-             rng: np.random.Generator) -> Choices:
-    """The head with each item's choice moved, with chance `share`, to the model most likely
-    right on it (a real improvement: the chances, not this draw's outcomes, decide)."""
-    parts: dict[str, dict[str, np.ndarray]] = {"pool": {}, "live": {}}
-    for bench in rules.benchmarks:
-        for part, p in (("pool", hidden.p_pool[bench]), ("live", hidden.p_live[bench])):
-            choice = getattr(head, part)[bench]
-            moves = rng.random(choice.size) < share
-            parts[part][bench] = np.where(moves, np.argmax(p, axis=1), choice)
-    return Choices(parts["pool"], parts["live"], head.turns)
-
-
-def improvement_slope(matrix: Matrix, disagreement: float, rules: Competition) -> float:
-    """The true composite gain of `improved(share=1)` over an `equal_pair` challenger, in
-    expectation: per benchmark the accuracy it adds on cached and on live items, times what
-    each is worth."""
-    def gain(p: np.ndarray, best: int) -> float:
-        top = p.max(axis=1)
-        # the challenger picks the base model, or (on disagreement) any model, each equally
-        any_model = (top[:, None] - p).mean(axis=1)
-        return float(((1 - disagreement) * (top - p[:, best]) + disagreement * any_model).mean())
-
-    mean_turns = float(TURNS @ TURN_WEIGHTS)
-    spare = max(0.0, (rules.max_turns - mean_turns) / (rules.max_turns - 1))
-    gains = []
-    for bench in rules.benchmarks:
-        best = int(np.argmax(matrix.p[bench].mean(axis=0)))
-        gains.append(rules.weight_cached * gain(matrix.p[bench], best)
-                     + (rules.weight_live + rules.weight_efficiency * spare)
-                     * gain(matrix.live[bench], best))
-    return float(np.mean(gains))
-
-
-def differing(matrix: Matrix, disagreement: float, share: float, rules: Competition) -> float:
-    """The expected share of items on which the king and an `equal_pair` challenger at
-    `disagreement`, `improved` by `share`, choose different models: what the behavioural
-    duplicate check sees."""
-    shares = []
-    for bench in rules.benchmarks:
-        p = matrix.p[bench]
-        moved_off = float((np.argmax(p, axis=1) != int(np.argmax(p.mean(axis=0)))).mean())
-        shares.append(disagreement * (1 - share / rules.n_models)
-                      + (1 - disagreement) * share * moved_off)
-    return float(np.mean(shares))
-
-
-# ---------------------------------------------------------------- scoring, as an evaluation does
-
-
-def measure(hidden: Hidden, head: Choices, halves: Halves, bench: str,
-            rerun: bool = False) -> Measured:
-    """The head's numbers on one benchmark; `rerun`: its live grades from the second run."""
-    pool = hidden.pool[bench][np.arange(head.pool[bench].size), head.pool[bench]]
-    grades = hidden.rerun if rerun else hidden.live
-    live = grades[bench][np.arange(head.live[bench].size), head.live[bench]]
-    best = hidden.pool[bench][:, int(np.argmax(hidden.pool[bench].mean(axis=0)))]
-    eval_idx, audit_idx = halves[bench]
-    return Measured(pool[eval_idx].astype(float), pool[audit_idx].astype(float),
-                    live.astype(float), head.turns[bench].astype(float),
-                    best[eval_idx].astype(float), best[audit_idx].astype(float))
-
-
-def _decisions(choices: np.ndarray) -> list[Decision]:
-    return [Decision(str(int(c)), ROLES[1]) for c in choices]  # every turn 1 a Worker
-
-
-def novelties(first: Choices, second: Choices | None, halves: Halves,
-              rules: Competition) -> dict[str, float]:
-    """Novelty as an evaluation computes it: on the first eval questions, the same for both."""
-    values = {}
-    for bench in rules.benchmarks:
-        eval_idx = halves[bench][0][:rules.novelty_questions]
-        theirs = None if second is None else _decisions(second.pool[bench][eval_idx])
-        values[bench] = novelty(_decisions(first.pool[bench][eval_idx]), theirs, rules)
-    return values
-
-
-@dataclass(frozen=True)
-class Scored:
-    composite: float
-    rejected: bool
-    penalised: dict[str, bool]
-    rejected_on: dict[str, bool]
-    measured: dict[str, Measured]
-
-
-def score(hidden: Hidden, head: Choices, halves: Halves, nov: dict[str, float],
-          rules: Competition) -> Scored:
-    scores, penalised, rejected, measured = {}, {}, {}, {}
-    for bench in rules.benchmarks:
-        m = measured[bench] = measure(hidden, head, halves, bench)
-        cached, audit = float(m.eval_correct.mean()), float(m.audit_correct.mean())
-        gap = float(overfit_gap(m, rules))
-        verdict = judge_gap(gap, rules)
-        penalised[bench], rejected[bench] = verdict.penalty < 1.0, verdict.rejected
-        scores[bench] = score_benchmark(cached, audit, float(m.live_correct.mean()),
-                                        float(m.live_turns.mean()), nov[bench], rules,
-                                        gap=gap).score
-    return Scored(composite(scores, rules), any(rejected.values()), penalised, rejected, measured)
-
-
-def _first(m: Measured, live: int) -> Measured:
-    return dataclasses.replace(m, live_correct=m.live_correct[:live],
-                               live_turns=m.live_turns[:live])
-
-
-def rerun_turns(head: Choices, rng: np.random.Generator) -> Choices:
-    """The head with every live question's turns drawn afresh (a re-run of its sessions)."""
-    return dataclasses.replace(head, turns={b: draw_turns(t.size, rng)
-                                            for b, t in head.turns.items()})
-
-
-def crowned(hidden: Hidden, king: Choices, challenger: Choices, halves: Halves, rules: Competition,
-            rng: np.random.Generator, live: str = INDEPENDENT) -> tuple[bool, int]:
-    """Whether the challenger takes the crown in this evaluation, and the live questions per
-    benchmark each head played: `verdict.judge`, stage by stage, as an evaluation calls it.
-    `live`: INDEPENDENT runs the king's live sessions again (grades, and turns drawn with
-    `rng`); SHARED gives both heads the same grade and turns where they choose alike."""
-    if live == INDEPENDENT:
-        king = rerun_turns(king, rng)
-    nov = novelties(challenger, king, halves, rules)
-    mine = {b: measure(hidden, challenger, halves, b) for b in rules.benchmarks}
-    theirs = {b: measure(hidden, king, halves, b, rerun=live == INDEPENDENT)
-              for b in rules.benchmarks}
-    played = 0
-    for stage, size in enumerate(rules.live_stages, start=1):
-        played += size
-        decided = judge({b: _first(m, played) for b, m in mine.items()},
-                        {b: _first(m, played) for b, m in theirs.items()}, nov, rules, stage)
-        if decided.outcome != MORE:
-            return decided.outcome == KING, played
-    return False, played
 
 
 # ---------------------------------------------------------------- the figures

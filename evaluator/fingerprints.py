@@ -50,14 +50,15 @@ def encode(view: np.ndarray, n_models: int) -> str:
 
 
 def _codes(packed: np.ndarray, count: int) -> np.ndarray:
-    """The 7-bit codes in rows of packed bytes: eight in every seven bytes, code i of a group
-    made of the low i bits of byte i−1 and the high 7−i bits of byte i."""
+    """The 7-bit codes in rows of packed bytes: every seven bytes hold eight codes, high bits
+    first, so each group read as one big-endian integer holds them as its 7-bit fields."""
     groups = packed.reshape(packed.shape[0], -1, 7)
-    padded = np.zeros((*groups.shape[:2], 9), np.uint8)
-    padded[:, :, 1:8] = groups
+    wide = np.zeros((*groups.shape[:2], 8), np.uint8)
+    wide[:, :, 1:] = groups
+    value = wide.view(">u8")[:, :, 0]
     codes = np.empty((*groups.shape[:2], 8), np.uint8)
     for i in range(8):
-        codes[:, :, i] = ((padded[:, :, i] << (7 - i)) | (padded[:, :, i + 1] >> (i + 1))) & 0x7F
+        codes[:, :, i] = (value >> np.uint64(BITS * (7 - i))) & np.uint64(0x7F)
     return codes.reshape(packed.shape[0], -1)[:, :count]
 
 
@@ -117,14 +118,13 @@ class _Compact:
         values = self.codes(rows)
         scale = self.scale[rows][:, :, 0].astype(np.float64)
         if seen is not None and known is not None and not np.isnan(known).any():
-            back = (target @ seen.T).astype(np.float32)  # (D·v)·t = v·(Dᵀt)
-            dots = np.einsum("krc,rc->kr", values, back, dtype=np.float64)
-            return (scale * dots).sum(axis=1) / np.sqrt(known)
+            back = target @ seen.T  # (D·v)·t = v·(Dᵀt)
+            return (scale * _row_dots(values, back)).sum(axis=1) / np.sqrt(known)
         if seen is not None:
             values, energy = self.projected(rows, seen)
-            dots = (scale * np.einsum("krc,rc->kr", values, target, dtype=np.float64)).sum(axis=1)
+            dots = (scale * _row_dots(values, target)).sum(axis=1)
             return dots / np.maximum(np.sqrt(energy), 1e-30)
-        dots = (scale * np.einsum("krc,rc->kr", values, target, dtype=np.float64)).sum(axis=1)
+        dots = (scale * _row_dots(values, target)).sum(axis=1)
         return dots * self.unit(rows, np.einsum("krc,krc->kr", values, values,
                                                 dtype=np.float64), scale)
 
@@ -135,6 +135,16 @@ class _Compact:
         scale = self.scale[rows][:, :, 0].astype(np.float64)
         energy = (scale ** 2 * np.einsum("krc,krc->kr", values, values, dtype=np.float64))
         return values, energy.sum(axis=1)
+
+
+def _row_dots(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """(k, r) dot products of each fingerprint's contrast rows (k, r, c) with `rows` (r, c),
+    as one matrix product: `rows` laid out block-diagonally, one column per row."""
+    n, columns = rows.shape
+    blocks = np.zeros((n * columns, n), np.float32)
+    for r in range(n):
+        blocks[r * columns:(r + 1) * columns, r] = rows[r]
+    return np.matmul(values.reshape(len(values), -1), blocks).astype(np.float64)
 
 
 def _parse(texts: list[str], rules: Competition) -> tuple[list[int], _Compact | None,

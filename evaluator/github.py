@@ -30,8 +30,8 @@ from typing import TypeVar
 
 import httpx
 
+from evaluator.changes import quote_path
 from evaluator.errors import GitHubError
-from evaluator.gates import quote_path
 from evaluator.rules import Competition, is_commit_sha, is_name
 from evaluator.store import parse_submission_path
 

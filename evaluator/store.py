@@ -131,28 +131,29 @@ def read_json(path: Path, kind: type = dict) -> Any:
     return data
 
 
-def read_json_lines(path: Path, bulky: str | None = None) -> list[dict[str, Any]]:
+def read_json_lines(path: Path) -> list[dict[str, Any]]:
     """The objects of a JSONL file, one per non-empty line; a bad line is named.
 
-    `bulky`: a key whose string values hold most of the file's bytes and no escapes (the
-    attempts log's fingerprints, base64). They are cut out of each line before the season's
-    log goes through the JSON parser in one go and put back after, which parses a few hundred
-    bytes a line instead of a few thousand. A line where the cut is not clean is parsed whole.
+    A log as this code writes it (one object a line, no blank line) goes through the JSON
+    parser in one piece, its newlines read as commas: a newline can only separate values in
+    JSON, so that reads exactly its lines. Anything else (a blank line, a line that is not one
+    object) is read line by line, which names the first bad one.
     """
     if not path.is_file():
         return []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    filled = [line for line in lines if line.strip()]
-    shells, cut = (_cut(filled, bulky) if bulky is not None
-                   else (filled, [None] * len(filled)))
-    try:  # a season's log in one parse; a file that fails it is read line by line to name one
-        rows = loads_finite("[" + ",".join(shells) + "]")
+    text = path.read_text(encoding="utf-8")
+    body = text.strip().replace("\r\n", "\n")
+    if not body:
+        return []
+    try:  # a season's log in one parse
+        rows = loads_finite("[" + body.replace("\n", ",") + "]")
     except ValueError:
         rows = None
-    if isinstance(rows, list) and len(rows) == len(filled) and _put_back(rows, cut, bulky):
+    if (isinstance(rows, list) and len(rows) == body.count("\n") + 1
+            and all(isinstance(row, dict) for row in rows)):
         return rows
     rows = []
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -164,37 +165,6 @@ def read_json_lines(path: Path, bulky: str | None = None) -> list[dict[str, Any]
             raise LeaderboardError(f"{path}:{number} should be a JSON object")
         rows.append(row)
     return rows
-
-
-def _put_back(rows: list[Any], cut: list[str | None], key: str | None) -> bool:
-    """Whether every row is an object whose `key` was emptied where a value was cut out,
-    each value put back on the way (one pass over a season's rows)."""
-    for row, value in zip(rows, cut, strict=True):
-        if not isinstance(row, dict):
-            return False
-        if value is not None:
-            if row.get(key) != "":
-                return False
-            row[key] = value
-    return True
-
-
-def _cut(lines: list[str], key: str) -> tuple[list[str], list[str | None]]:
-    """Each line with the string value of `key` emptied, and that value (None where the line
-    has no such value free of escapes: it is then left whole)."""
-    opening = json.dumps(key) + ': "'
-    shells, values = [], []
-    for line in lines:
-        start = line.find(opening)
-        value_at = start + len(opening)
-        end = line.find('"', value_at) if start >= 0 else -1
-        if end < 0 or line.find("\\", value_at, end) >= 0 or line.find(opening, end) >= 0:
-            shells.append(line)
-            values.append(None)
-            continue
-        shells.append(line[:value_at] + line[end:])
-        values.append(line[value_at:end])
-    return shells, values
 
 
 # ---------------------------------------------------------------- the store
@@ -265,7 +235,7 @@ class Store:
 
     def attempts(self) -> list[Attempt]:
         path = self.file(ATTEMPTS_FILE)
-        rows = read_json_lines(path, bulky="fingerprint")
+        rows = read_json_lines(path)
         for number, row in enumerate(rows if not self.lenient else (), start=1):
             self._checked("attempt", row, Path(f"{self.relative(path)} line {number}"))
         return [Attempt.from_dict(row) for row in rows]

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluator import fairness
+from evaluator import fairness, simulation
 from evaluator.cli import main
 from evaluator.errors import BaselineError
 from evaluator.pool.simulator import bundled_simulator
@@ -23,7 +23,7 @@ TINY = fairness.Budget(honest=40, crown=12, campaign=12, climbers=1)
 
 @pytest.fixture(scope="module")
 def demo():
-    return fairness.demo_matrix(OFFICIAL)
+    return simulation.demo_matrix(OFFICIAL)
 
 
 def test_the_demo_matrix_is_the_simulators_first_worker_answer(demo):
@@ -47,9 +47,9 @@ def peer_file(tmp_path, bench="math500", per_model=None):
 
 
 def test_a_matrix_file_gives_each_cells_share_of_right_samples(tmp_path):
-    matrix = fairness.read_matrix([peer_file(tmp_path)], OFFICIAL)
+    matrix = simulation.read_matrix([peer_file(tmp_path)], OFFICIAL)
     assert matrix.p["math500"].tolist() == [[0.75, 0.25, 1.0], [0.75, 0.25, 1.0]]
-    assert fairness.rules_for(matrix, OFFICIAL).benchmarks == ("math500",)
+    assert simulation.rules_for(matrix, OFFICIAL).benchmarks == ("math500",)
 
 
 @pytest.mark.parametrize(("content", "message"), [
@@ -63,16 +63,16 @@ def test_a_bad_matrix_is_refused_with_what_is_wrong(tmp_path, content, message):
     path = tmp_path / "m.json"
     path.write_text(content)
     with pytest.raises(BaselineError, match=message):
-        fairness.read_matrix([path], OFFICIAL)
+        simulation.read_matrix([path], OFFICIAL)
 
 
 def test_an_equal_pair_differs_on_the_asked_share_and_neither_head_is_favoured(demo):
     rng = np.random.default_rng(1)
-    hidden = fairness.draw_hidden(demo, OFFICIAL, rng)
-    base = fairness.best_single(hidden, demo, OFFICIAL)
+    hidden = simulation.draw_hidden(demo, OFFICIAL, rng)
+    base = simulation.best_single(hidden, demo, OFFICIAL)
     differ, edge = [], []
     for _ in range(200):
-        king, challenger = fairness.equal_pair(base, 0.3, OFFICIAL, rng)
+        king, challenger = simulation.equal_pair(base, 0.3, OFFICIAL, rng)
         differ.append(np.mean(king.pool["math500"] != challenger.pool["math500"]))
         right = [hidden.p_pool["math500"][np.arange(300), h.pool["math500"]].mean()
                  for h in (king, challenger)]
@@ -84,17 +84,17 @@ def test_an_equal_pair_differs_on_the_asked_share_and_neither_head_is_favoured(d
 def test_the_improvement_is_calibrated_to_the_asked_advantage(demo):
     rules = dataclasses.replace(OFFICIAL, overfit_penalty_gap=1.0, overfit_reject_gap=1.0)
     advantage, rng = 0.03, np.random.default_rng(2)
-    share = advantage / fairness.improvement_slope(demo, 0.1, rules)
+    share = advantage / simulation.improvement_slope(demo, 0.1, rules)
     deltas = []
     for _ in range(150):
-        hidden = fairness.draw_hidden(demo, rules, rng)
-        king, challenger = fairness.equal_pair(fairness.best_single(hidden, demo, rules), 0.1,
+        hidden = simulation.draw_hidden(demo, rules, rng)
+        king, challenger = simulation.equal_pair(simulation.best_single(hidden, demo, rules), 0.1,
                                                rules, rng)
-        challenger = fairness.improved(challenger, hidden, share, rules, rng)
-        halves = fairness.draw_halves(rules, rng)
-        nov = fairness.novelties(challenger, king, halves, rules)
-        deltas.append(fairness.score(hidden, challenger, halves, nov, rules).composite
-                      - fairness.score(hidden, king, halves, nov, rules).composite)
+        challenger = simulation.improved(challenger, hidden, share, rules, rng)
+        halves = simulation.draw_halves(rules, rng)
+        nov = simulation.novelties(challenger, king, halves, rules)
+        deltas.append(simulation.score(hidden, challenger, halves, nov, rules).composite
+                      - simulation.score(hidden, king, halves, nov, rules).composite)
     assert np.mean(deltas) == pytest.approx(advantage, abs=4 * np.std(deltas) / np.sqrt(150))
 
 
@@ -123,9 +123,9 @@ def test_figures_follow_their_schema_and_the_seed(demo):
 
 def test_a_larger_audit_half_penalises_honest_heads_less():
     old = dataclasses.replace(OFFICIAL, audit_size=fairness.OLD_AUDIT_SIZE)
-    now = fairness.honest_rates(fairness.reference_matrix(OFFICIAL), OFFICIAL, 600,
+    now = fairness.honest_rates(simulation.reference_matrix(OFFICIAL), OFFICIAL, 600,
                                 np.random.default_rng(0))
-    before = fairness.honest_rates(fairness.reference_matrix(old), old, 600,
+    before = fairness.honest_rates(simulation.reference_matrix(old), old, 600,
                                    np.random.default_rng(0))
     assert now["any"]["penalty"] < before["any"]["penalty"]
     assert now["any"]["reject"] <= before["any"]["reject"]
@@ -147,7 +147,7 @@ def test_the_audit_rarely_charges_an_honest_head_and_catches_a_memoriser_more_of
 def test_the_crown_test_stops_chance_crowns_but_not_a_clear_improvement(demo):
     equal = fairness.crown_rate(demo, OFFICIAL, 100, np.random.default_rng(4), 0.3)
     assert equal["crowned"] <= 0.05 and equal["shared"] <= 0.05
-    share = 0.05 / fairness.improvement_slope(demo, 0.3, OFFICIAL)
+    share = 0.05 / simulation.improvement_slope(demo, 0.3, OFFICIAL)
     better = fairness.crown_rate(demo, OFFICIAL, 40, np.random.default_rng(5), 0.3, share)
     assert better["crowned"] > 0.5 and better["shared"] > 0.5
     # a close match plays the second stage now and then, never more than the live split
@@ -165,14 +165,14 @@ def test_an_independent_re_run_of_the_king_gives_chance_more_to_work_with(demo):
 
 def test_independent_re_runs_disagree_as_often_as_the_peer_data_says(demo):
     # a 0/1 matrix (the demo's) is softened to exactly the re-run rate; a noisy one is kept
-    q = fairness.rerun_chance(demo.p["mmlu"])
-    assert float((2 * q * (1 - q)).mean()) == pytest.approx(fairness.RERUN_FLIP)
+    q = simulation.rerun_chance(demo.p["mmlu"])
+    assert float((2 * q * (1 - q)).mean()) == pytest.approx(simulation.RERUN_FLIP)
     assert np.all((q > 0) & (q < 1))
-    assert np.array_equal(fairness.rerun_chance(np.full((10, 3), 0.5)), np.full((10, 3), 0.5))
+    assert np.array_equal(simulation.rerun_chance(np.full((10, 3), 0.5)), np.full((10, 3), 0.5))
     # and the king's re-run does disagree with the challenger's run that often
-    hidden = fairness.draw_hidden(demo, OFFICIAL, np.random.default_rng(7))
+    hidden = simulation.draw_hidden(demo, OFFICIAL, np.random.default_rng(7))
     flips = np.mean([np.mean(hidden.live[b] != hidden.rerun[b]) for b in OFFICIAL.benchmarks])
-    assert flips == pytest.approx(fairness.RERUN_FLIP, abs=0.03)
+    assert flips == pytest.approx(simulation.RERUN_FLIP, abs=0.03)
 
 
 @pytest.mark.parametrize(("rate", "trials", "submissions", "at_least_one"), [
@@ -208,13 +208,13 @@ def test_the_expected_share_of_differing_choices_is_what_the_heads_show(demo):
     share, rng = 0.4, np.random.default_rng(8)
     seen = []
     for _ in range(40):
-        hidden = fairness.draw_hidden(demo, OFFICIAL, rng)
-        king, challenger = fairness.equal_pair(fairness.best_single(hidden, demo, OFFICIAL),
+        hidden = simulation.draw_hidden(demo, OFFICIAL, rng)
+        king, challenger = simulation.equal_pair(simulation.best_single(hidden, demo, OFFICIAL),
                                                0.12, OFFICIAL, rng)
-        challenger = fairness.improved(challenger, hidden, share, OFFICIAL, rng)
+        challenger = simulation.improved(challenger, hidden, share, OFFICIAL, rng)
         seen.append(np.mean([np.mean(king.pool[b] != challenger.pool[b])
                              for b in OFFICIAL.benchmarks]))
-    assert np.mean(seen) == pytest.approx(fairness.differing(demo, 0.12, share, OFFICIAL),
+    assert np.mean(seen) == pytest.approx(simulation.differing(demo, 0.12, share, OFFICIAL),
                                           abs=0.01)
 
 
@@ -245,7 +245,7 @@ def test_the_command_reads_matrix_files_and_refuses_bad_input(tmp_path, capsys):
 @pytest.mark.skipif(not PEER.is_dir(), reason="peer correctness data not beside the checkout")
 def test_the_peer_data_runs(capsys):
     files = sorted(PEER.glob("oracle_matrix_*.json"))
-    matrix = fairness.read_matrix(files, OFFICIAL)
+    matrix = simulation.read_matrix(files, OFFICIAL)
     data = fairness.figures(matrix, OFFICIAL, TINY)
     assert data["benchmarks"] == ["math500", "mmlu"]
     validate("fairness", data)

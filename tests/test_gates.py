@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from evaluator.changes import parse_changes
 from evaluator.copies import DISGUISES, disguise, evading
 from evaluator.gates import (
     GATES,
@@ -16,7 +17,6 @@ from evaluator.gates import (
     decode_fingerprint,
     encode_fingerprint,
     fingerprint,
-    parse_changes,
     run_gates,
 )
 from evaluator.records import Attempt

@@ -1,6 +1,7 @@
 """The store: where files live, strict reading, the attempts log, queue events and generations."""
 
 import json
+import re
 
 import pytest
 
@@ -149,25 +150,40 @@ def test_no_state_file_is_written_with_a_number_that_is_not_finite(repo, number)
         canonical_json({"cost_usd": number})
 
 
-def test_the_attempts_log_reads_the_same_with_its_fingerprints_cut_out(repo):
-    """The reader parses a season's log without its fingerprints and puts them back; every
-    line it cannot cut cleanly (escapes, no fingerprint, a null one, the key twice) is read
-    whole, and the records are the same as a plain parse gives."""
-    lines = [
-        {"miner": "alice", "fingerprint": "q7:QUJD", "pr": 1},
-        {"miner": "bob", "fingerprint": None, "pr": 2},
-        {"miner": "carol", "pr": 3},
-        {"miner": "dave", "fingerprint": "a\"b\\c", "pr": 4},
-    ]
-    text = "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines)
-    text += '{"fingerprint": "x", "miner": "erin", "fingerprint": "q7:REVG"}\n\n'
+@pytest.mark.parametrize("text", [
+    # as the store writes it: one parse for the whole log
+    '{"miner": "alice", "pr": 1}\n{"miner": "bob", "pr": 2}\n',
+    # CRLF endings, a missing last newline
+    '{"miner": "alice", "pr": 1}\r\n{"miner": "bob", "pr": 2}',
+    # a blank line, a line of spaces
+    '{"miner": "alice", "pr": 1}\n\n  \n{"miner": "bob", "pr": 2}\n',
+    # a character that splitlines would split on, inside a string
+    '{"miner": "al\u2028ice", "pr": 1}\n',
+    # a repeated key: JSON's rule (the last wins), kept
+    '{"fingerprint": "x", "miner": "erin", "fingerprint": "q7:REVG"}\n',
+])
+def test_a_log_reads_as_its_lines_parsed_one_by_one(repo, text):
     path = repo / "leaderboard" / "attempts.jsonl"
-    path.write_text(text, encoding="utf-8")
-    plain = [json.loads(line) for line in text.splitlines() if line.strip()]
+    path.write_text(text, encoding="utf-8", newline="")
+    expected = [json.loads(line) for line in text.split("\n") if line.strip()]
     from evaluator.store import read_json_lines
 
-    assert read_json_lines(path, bulky="fingerprint") == plain == read_json_lines(path)
-    assert plain[-1]["fingerprint"] == "q7:REVG"  # JSON's rule for a repeated key, kept
+    assert read_json_lines(path) == expected
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ('{"miner": "alice"}, {"miner": "bob"}\n{"miner": "carol"}\n', ":1 "),  # two on a line
+    ('{"miner": "alice"}\n{"miner":\n "bob"}\n', ":2 "),  # one object over two lines
+    ('{"miner": "alice"}\n[1]\n', ":2 should be a JSON object"),
+    ('{"miner": "alice"}\n{"cost": NaN}\n', ":2 is not valid JSON"),
+])
+def test_a_log_line_that_is_not_one_object_is_named(repo, text, named):
+    path = repo / "leaderboard" / "attempts.jsonl"
+    path.write_text(text, encoding="utf-8")
+    from evaluator.store import read_json_lines
+
+    with pytest.raises(LeaderboardError, match=re.escape(named)):
+        read_json_lines(path)
 
 
 def void_of(miner, generation, sha, at):

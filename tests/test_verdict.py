@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from evaluator import fairness
+from evaluator import simulation
 from evaluator.evaluate import HeadRun
 from evaluator.loop import ANSWERED, FAILED, LiveOutcome
 from evaluator.preview import Played, benchmark_report
@@ -181,13 +181,13 @@ def test_a_failed_session_gives_the_same_components_everywhere():
     m = measured(correct, correct, outcomes, rules)
     bench = dataclasses.replace(rules, benchmarks=("math500",), eval_size=4, audit_size=4,
                                 live_size=2)
-    hidden = fairness.Hidden(p_pool={}, p_live={},
+    hidden = simulation.Hidden(p_pool={}, p_live={},
                              pool={"math500": np.array([[c] for c in correct * 2], dtype=float)},
                              live={"math500": m.live_correct[:, None]},
                              rerun={"math500": m.live_correct[:, None]})
-    head = fairness.Choices(pool={"math500": np.zeros(8, dtype=int)},
+    head = simulation.Choices(pool={"math500": np.zeros(8, dtype=int)},
                          live={"math500": np.zeros(2, dtype=int)},
                          turns={"math500": m.live_turns})
     halves = {"math500": (np.arange(4), np.arange(4, 8))}
-    simulated = fairness.score(hidden, head, halves, {"math500": 0.5}, bench)
+    simulated = simulation.score(hidden, head, halves, {"math500": 0.5}, bench)
     assert simulated.composite == pytest.approx(evaluated.score)

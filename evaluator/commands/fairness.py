@@ -116,7 +116,8 @@ def memorisation_lines(memo: dict[str, Any] | None, trials: int) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from evaluator.fairness import Budget, demo_matrix, figures, read_matrix
+    from evaluator.fairness import Budget, figures
+    from evaluator.simulation import demo_matrix, read_matrix
 
     if args.scale <= 0:
         raise UsageError("--scale must be above 0")

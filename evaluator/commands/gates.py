@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 
 from evaluator.advisories import Advisory
+from evaluator.changes import Change, parse_changes
 from evaluator.commands.output import (
     annotate,
     append_summary,
@@ -21,7 +22,7 @@ from evaluator.commands.output import (
 )
 from evaluator.errors import UsageError
 from evaluator.files import parse_time, utc_now
-from evaluator.gates import Change, GateReport, attempt_of, context_for, parse_changes, run_gates
+from evaluator.gates import GateReport, attempt_of, context_for, run_gates
 from evaluator.github import publish
 from evaluator.next_steps import NextStep, next_step, submission_advisories
 from evaluator.rules import is_commit_sha, is_name

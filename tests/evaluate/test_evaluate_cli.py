@@ -330,7 +330,7 @@ RECHECKS = [
 @pytest.mark.parametrize(("case", "given", "damage", "reason"), RECHECKS,
                          ids=[row[0] for row in RECHECKS])
 def test_the_evaluator_rechecks_every_secret_free_gate(world, case, given, damage, reason):
-    from evaluator.gates import parse_changes
+    from evaluator.changes import parse_changes
 
     if damage:
         damage(world["repo"] / "submissions/alice/1")

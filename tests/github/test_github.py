@@ -14,10 +14,10 @@ import sys
 import httpx
 import pytest
 
+from evaluator.changes import parse_changes, quote_path, unquote_path
 from evaluator.cli import main
 from evaluator.commands.output import github_output, inert, say
 from evaluator.errors import GitHubError, LeaderboardError
-from evaluator.gates import parse_changes, quote_path, unquote_path
 from evaluator.github import (
     SECONDARY_WAIT_S,
     WAIT_BUDGET_S,
