@@ -29,8 +29,8 @@ from evaluator import handover, vault
 from evaluator.commands.leaderboard import load_result
 from evaluator.commands.output import github_output, say, set_outputs, write_json_out
 from evaluator.commands.reports import headline, render_result, render_unfinished
+from evaluator.contenders import earlier_attempts
 from evaluator.errors import GitHubError, VaultError
-from evaluator.evaluate import earlier_attempts
 from evaluator.files import format_time, utc_now
 from evaluator.github import (
     GitHub,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluator.evaluate import Contender
+from evaluator.contenders import Contender
 from evaluator.loop import LiveOutcome, coordinator_transcript
 from evaluator.records import Partition
 from evaluator.rules import OFFICIAL, ROLES

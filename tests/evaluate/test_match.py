@@ -216,7 +216,7 @@ def test_results_are_deterministic(sets, router, pool):
 def test_a_new_king_gets_a_router_card_from_public_items_and_its_eval_half(sets, router, pool):
     from evaluation_fakes import train_items
 
-    from evaluator.evaluate import public_routing
+    from evaluator.contenders import public_routing
 
     challenger, king = contender(SMART), contender(ALWAYS_0, miner="bob", pr=3)
     items = [it for bench in RULES.benchmarks for it in train_items(bench, 10)]
