@@ -138,13 +138,12 @@ class _Compact:
 
 
 def _row_dots(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """(k, r) dot products of each fingerprint's contrast rows (k, r, c) with `rows` (r, c),
-    as one matrix product: `rows` laid out block-diagonally, one column per row."""
-    n, columns = rows.shape
-    blocks = np.zeros((n * columns, n), np.float32)
-    for r in range(n):
-        blocks[r * columns:(r + 1) * columns, r] = rows[r]
-    return np.matmul(values.reshape(len(values), -1), blocks).astype(np.float64)
+    """(k, r) dot products of each fingerprint's contrast rows (k, r, c) with `rows` (r, c):
+    one matrix-vector product per row (a product with a two-column matrix would go to the
+    threaded kernel, which on a busy runner costs more than the whole read)."""
+    rows = np.asarray(rows, dtype=values.dtype)
+    return np.stack([values[:, r, :] @ rows[r] for r in range(rows.shape[0])],
+                    axis=1).astype(np.float64)
 
 
 def _parse(texts: list[str], rules: Competition) -> tuple[list[int], _Compact | None,
