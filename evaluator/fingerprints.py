@@ -106,19 +106,20 @@ class _Compact:
         return np.divide(1 + noise / 2, norm, out=np.zeros_like(norm), where=norm > 0)
 
     def cosines(self, rows: slice, target: np.ndarray, seen: np.ndarray | None,
-                known: np.ndarray | None = None) -> np.ndarray:
+                known: np.ndarray | None = None, back: np.ndarray | None = None) -> np.ndarray:
         """The block's cosines with `target` (contrasts of unit norm, in the space `seen`
         projects on when given), without scaling the block itself: each row's dot product and
         energy are taken in code units and scaled after, a few numbers per fingerprint.
 
         `known`: each fingerprint's projected energy as recorded (see `energy_on`), NaN where
         it is not; a block that knows them all is not projected at all, its dot products
-        taken with the target brought back through the basis instead.
+        taken with the target brought back through the basis instead (`back`, the same for
+        every block: pass it to work it out once).
         """
         values = self.codes(rows)
         scale = self.scale[rows][:, :, 0].astype(np.float64)
         if seen is not None and known is not None and not np.isnan(known).any():
-            back = target @ seen.T  # (D·v)·t = v·(Dᵀt)
+            back = target @ seen.T if back is None else back  # (D·v)·t = v·(Dᵀt)
             return (scale * _row_dots(values, back)).sum(axis=1) / np.sqrt(known)
         if seen is not None:
             values, energy = self.projected(rows, seen)
@@ -212,10 +213,11 @@ def cosines(mine: np.ndarray, texts: list[str], rules: Competition,
         target /= max(float(np.linalg.norm(target)), 1e-300)
     target = target.astype(np.float32)
     seen = None if directions is None else directions.T.astype(np.float32)
+    back = None if seen is None else target @ seen.T
     for start in range(0, len(compact), BLOCK) if reader else ():
         rows = slice(start, start + BLOCK)
         found[compact[rows]] = reader.cosines(rows, target, seen,
-                                              None if known is None else known[rows])
+                                              None if known is None else known[rows], back)
     for index, view in legacy.items():
         theirs = basis @ view.reshape(rules.n_models, -1)
         if directions is not None:

@@ -142,7 +142,9 @@ def read_json_lines(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     text = path.read_text(encoding="utf-8")
-    body = text.strip().replace("\r\n", "\n")
+    body = text.strip()
+    if "\r" in body:
+        body = body.replace("\r\n", "\n")
     if not body:
         return []
     try:  # a season's log in one parse
