@@ -189,11 +189,15 @@ class Competition:
     # factor. After the first live stage z > crown_z_first crowns and z ≤ lose_z_first loses,
     # anything between plays the rest of the live split; after it z > crown_z_final crowns.
     # Chosen with `tinyrouter fairness`, which measures them: at most 1 % false crowns per
-    # evaluation (0.1–0.6 % measured); the Fairness page gives what a campaign of near-equal
-    # submissions adds up to
-    crown_z_first: float = 2.576  # the normal's upper 0.5 % point
-    lose_z_first: float = 0.5
-    crown_z_final: float = 2.326  # the normal's upper 1 % point
+    # evaluation (0.2–0.4 % measured), most near-equal matches decided at stage 1; the Fairness
+    # page gives what a campaign of near-equal submissions adds up to
+    crown_z_first: float = 3.090  # the normal's upper 0.1 % point
+    lose_z_first: float = 1.0
+    crown_z_final: float = 2.576  # the normal's upper 0.5 % point
+    # the crown test counts a challenger's lead on the eval items (public, so collectable) up
+    # to its lead on the audit plus this many standard errors of the two leads' difference:
+    # an honest head keeps every item's evidence, a memorised lead gains at most the noise
+    audit_slack_z: float = 1.0
     bootstrap_resamples: int = 2000
     # a loser's composite, delta and interval, a king's audit accuracy: published to this
     disclosure_precision: float = 0.01

@@ -9,8 +9,10 @@ evaluator, a miner's preview and the fairness simulation all decide by this code
 The evidence rule (SPEC §8, the Scoring and Fairness pages). The crown is decided on the
 difference of the two composites *without* the overfit factor (the gate's hard reject still
 stops a head; its penalty still shapes the published composite), with cached accuracy over
-every hidden cached item both heads answered, paired. Its standard error comes from the
-delta method on paired per-item differences, and z = difference / error is read in stages:
+every hidden cached item both heads answered, paired (a lead on the public eval items counts up
+to the audit's plus `audit_slack_z` standard errors of their difference). Its standard error
+comes from the delta method on paired per-item differences, and z = difference / error is read
+in stages:
 after the first live stage a head is crowned when z > `crown_z_first`, loses when
 z ≤ `lose_z_first`, and otherwise plays the rest of the live split; after the last stage it is
 crowned when z > `crown_z_final`. A crown also needs the difference to reach `win_margin`.
@@ -81,8 +83,8 @@ def components(m: Measured, nov: float, rules: Competition) -> BenchmarkScore:
 class Evidence:
     """The crown test after a stage: the difference it decides on, its standard error, z,
     and the live questions per benchmark it has seen. `audit_limited`: the benchmarks where the
-    challenger's lead on the eval items counted only as far as the audit confirmed it (said in
-    the reason, not a published figure)."""
+    challenger's lead on the eval items was cut to what the audit confirmed, up to its noise
+    (said in the reason, not a published figure)."""
 
     stage: int
     difference: float
@@ -107,17 +109,23 @@ def _cached_evidence(mine: Measured, theirs: Measured,
 
     The eval items come from the public dataset, so a challenger may have collected their
     answers; the audit items were never published. A challenger's lead on the eval items counts
-    only as far as the audit confirms it: when its paired difference on the eval items exceeds
-    that on the audit, the audit alone decides (and its wider spread with it). A memorised lead
-    gains nothing in the crown test, and an honest head, whose two differences agree up to
-    noise, keeps the power of every item.
+    only as far as the audit confirms it, up to `audit_slack_z` standard errors of the two
+    leads' difference (their sampling noise): a larger eval lead is cut to that. An honest
+    head, whose two leads agree up to noise, keeps the evidence of every item; a memorised lead
+    gains at most the slack, about one standard error of the cached difference.
     """
     on = {part: rules.weight_cached * (getattr(mine, f"{part}_correct")
                                        - getattr(theirs, f"{part}_correct"))
           for part in PARTITION}
-    if on["audit"].size and on["eval"].size and on["eval"].mean() > on["audit"].mean():
-        return (*_mean_and_variance(on["audit"]), True)
-    return (*_mean_and_variance(np.concatenate([on["eval"], on["audit"]])), False)
+    difference, variance = _mean_and_variance(np.concatenate([on["eval"], on["audit"]]))
+    if not (on["audit"].size and on["eval"].size):
+        return difference, variance, False
+    (lead, lead_var), (confirmed, confirmed_var) = (_mean_and_variance(on[p]) for p in PARTITION)
+    limit = confirmed + rules.audit_slack_z * math.sqrt(lead_var + confirmed_var)
+    if lead <= limit:
+        return difference, variance, False
+    n_eval, n_audit = on["eval"].size, on["audit"].size
+    return (limit * n_eval + confirmed * n_audit) / (n_eval + n_audit), variance, True
 
 
 def _benchmark_evidence(mine: Measured, theirs: Measured,
@@ -253,7 +261,7 @@ def _reason(outcome: str, ev: Evidence, rules: Competition) -> str:
     if ev.audit_limited:
         short += (f"; on {', '.join(ev.audit_limited)} its lead on the eval items (drawn from "
                   f"the public dataset) counted only as far as the audit items (never "
-                  f"published) confirmed it")
+                  f"published) confirmed it, up to their noise")
     return f"lost {where}: {short}"
 
 

@@ -56,7 +56,7 @@ def first_stage(heads):
 
 @pytest.mark.parametrize(("cached", "first", "rest", "after_first", "after_last", "reason"), [
     # clearly better: crowned on the first stage's evidence
-    ((3, 1), (3, 0), (0, 0), KING, KING, "crowned after live stage 1 of 2"),
+    ((4, 1), (3, 0), (0, 0), KING, KING, "crowned after live stage 1 of 2"),
     # clearly not better: lost at stage 1, the rest of the live split is never played
     ((2, 3), (0, 1), (0, 0), LOST, LOST, "lost after live stage 1 of 2"),
     # undecided at stage 1; the next 40 questions show it better: crowned at stage 2
@@ -64,7 +64,7 @@ def first_stage(heads):
     # undecided at stage 1; the next 40 do not: lost at stage 2, short of the margin
     ((4, 3), (1, 0), (0, 0), MORE, LOST, "lost after live stage 2 of 2: the difference"),
     # at stage 2 z clears its bar but the difference is short of the margin: lost
-    ((4, 3), (1, 0), (4, 1), MORE, LOST, "short of the margin of 0.02"),
+    ((4, 3), (1, 0), (3, 0), MORE, LOST, "short of the margin of 0.02"),
 ])
 def test_the_crown_test_stage_by_stage(cached, first, rest, after_first, after_last, reason):
     mine, king = match(cached, first, rest)
@@ -109,8 +109,9 @@ def test_the_evidence_by_hand():
 
 def test_a_lead_on_the_public_items_counts_only_as_far_as_the_audit_confirms_it():
     """A memoriser routes the public-dataset eval items it collected better than the king, and
-    the never-published audit items no better: the crown test sees no lead. An honest head
-    leading on both keeps the evidence of every item; so does one whose audit lead is larger."""
+    the never-published audit items no better: the crown test sees at most the noise of a lead.
+    An honest head leading on both keeps the evidence of every item; so does one whose audit
+    lead is larger, or whose eval lead is larger by less than the noise."""
     rules = dataclasses.replace(OFFICIAL, benchmarks=("a",))
     king = {"a": Measured.of([1] * 90 + [0] * 60, [1] * 90 + [0] * 60, [], [])}
 
@@ -118,17 +119,25 @@ def test_a_lead_on_the_public_items_counts_only_as_far_as_the_audit_confirms_it(
         return {"a": Measured.of([1] * (90 + eval_won) + [0] * (60 - eval_won),
                                  [1] * (90 + audit_won) + [0] * (60 - audit_won), [], [])}
 
+    def noise(*won):  # the standard error of the two leads' difference, won items of 150 each
+        return (sum(np.var([0.7] * w + [0] * (150 - w), ddof=1) for w in won) / 150) ** 0.5
+
+    # the eval lead cut to the audit's plus audit_slack_z standard errors; every item's spread
     memoriser = evidence(head(30, 0), king, rules)
-    assert memoriser.difference == 0.0 and memoriser.z == 0.0
-    # the audit's lead alone decides, with the audit's spread: 10 items won in 150
+    assert memoriser.audit_limited == ("a",)
+    assert memoriser.difference == pytest.approx(rules.audit_slack_z * noise(30, 0) / 2)
+    assert memoriser.z < 1 and memoriser.difference < rules.win_margin
     partly = evidence(head(30, 10), king, rules)
-    assert partly.difference == pytest.approx(0.7 * 10 / 150)
-    assert partly.se == pytest.approx(0.7 * np.std([1] * 10 + [0] * 140, ddof=1) / 150 ** 0.5)
+    confirmed = 0.7 * 10 / 150
+    assert partly.difference == pytest.approx(
+        confirmed + rules.audit_slack_z * noise(30, 10) / 2)
+    assert partly.difference < evidence(head(30, 30), king, rules).difference
     honest = evidence(head(10, 10), king, rules)
-    assert honest.difference == pytest.approx(0.7 * 20 / 300)
-    assert honest.se < partly.se
+    assert honest.difference == pytest.approx(0.7 * 20 / 300) and not honest.audit_limited
     modest = evidence(head(5, 10), king, rules)
     assert modest.difference == pytest.approx(0.7 * 15 / 300)
+    within = evidence(head(13, 10), king, rules)
+    assert within.difference == pytest.approx(0.7 * 23 / 300) and not within.audit_limited
 
 
 @pytest.mark.parametrize(("mine", "king", "difference", "z"), [

@@ -247,7 +247,7 @@ def test_rules_pages_render_the_numbers_in_force(built_sites, make_state, tmp_pa
     OFFICIAL.overfit_penalty_gap, OFFICIAL.overfit_penalty_factor, OFFICIAL.weight_cached,
     OFFICIAL.hidden_size, OFFICIAL.bootstrap_resamples, OFFICIAL.pool_size,
     OFFICIAL.duplicate_agreement, OFFICIAL.disclosure_precision, OFFICIAL.live_size,
-    OFFICIAL.crown_z_first, OFFICIAL.crown_z_final, OFFICIAL.lose_z_first,
+    OFFICIAL.crown_z_first, OFFICIAL.crown_z_final, OFFICIAL.lose_z_first, OFFICIAL.audit_slack_z,
 ])
 def test_guides_hold_no_copy_of_a_rule(value):
     written = [f"{value}", f"{value:,}" if isinstance(value, int) else f"{value}"]
