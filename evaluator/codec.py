@@ -2,8 +2,9 @@
 
 `encode(record)` is the object the record writes. `decode(cls, data, strict)` reads one back:
 
-- strict (the store, after the JSON Schema): a missing, unknown or wrongly typed field, or a
-  number that is not finite, is a `LeaderboardError` naming the field;
+- strict (the store, after the JSON Schema): a missing field (one without a default: a field
+  with one may be left out), an unknown or wrongly typed one, or a number that is not finite,
+  is a `LeaderboardError` naming the field;
 - lenient (the site, which shows what a file holds): a top-level field of the wrong type reads
   as None where its type allows it, else as its default, else as the text the file holds (a
   str or an outcome: "None" when absent), 0, 0.0, False or {}; a nested record reads whole or
@@ -50,6 +51,7 @@ class Slot:
     """One field as the codec sees it."""
 
     name: str
+    dotted: str  # its key on disk, dotted when it is a path
     path: tuple[str, ...]
     kind: Any  # the type, None stripped
     optional: bool
@@ -91,8 +93,9 @@ def slots(cls: type) -> tuple[Slot, ...]:
         kind, optional = _strip_none(hints[f.name])
         default = (MISSING if f.default is MISSING and f.default_factory is MISSING
                    else f.default_factory if f.default is MISSING else (lambda v=f.default: v))
-        found.append(Slot(f.name, tuple((options.key or f.name).split(".")), kind, optional,
-                          default, options.omit_none))
+        key = options.key or f.name
+        found.append(Slot(f.name, key, tuple(key.split(".")), kind, optional, default,
+                          options.omit_none))
     return tuple(found)
 
 
@@ -136,51 +139,74 @@ def decode(cls: type[R], data: Any, strict: bool = True, where: str = "") -> R:
     if not isinstance(data, dict):
         raise LeaderboardError(f"{where or cls.__name__} should be a JSON object, not "
                                f"{type(data).__name__}")
-    known = {slot.path[0] for slot in slots(cls)} | set(getattr(cls, "JSON_IGNORED", ()))
-    unknown = sorted(str(k) for k in data if k not in known)
-    if strict and unknown:
-        raise LeaderboardError(f"{_at(where, unknown[0])} is not a field of {cls.__name__}")
+    if strict:
+        _refuse_unknown(cls, data, where)
     values = {}
     for slot in slots(cls):
-        name = _at(where, ".".join(slot.path))
-        present, value = _lookup(data, slot.path)
-        if strict and present is None:
-            raise LeaderboardError(f"{name} should be a JSON object")
+        if len(slot.path) == 1:
+            present, value = slot.path[0] in data, data.get(slot.path[0])
+        else:
+            present, value = _lookup(data, slot.path)
         if not present and slot.default is not MISSING:
             values[slot.name] = slot.default()
-            continue
-        if strict and not present:
-            raise LeaderboardError(f"{name} is missing")
-        try:
-            values[slot.name] = None if value is None and slot.optional else _read(
-                slot.kind, value, strict, name)
-        except _Wrong as exc:
-            if strict:
-                raise LeaderboardError(f"{name} {exc}") from None
-            values[slot.name] = slot.fallback(value)
+        elif strict and not present:
+            raise LeaderboardError(f"{_at(where, slot.dotted)} is missing")
+        elif value is None and slot.optional:
+            values[slot.name] = None
+        else:
+            try:
+                values[slot.name] = _read(slot.kind, value, strict, where, slot.dotted)
+            except _Wrong as exc:
+                if strict:
+                    raise LeaderboardError(f"{_at(where, slot.dotted)} {exc}") from None
+                values[slot.name] = slot.fallback(value)
     try:
         return cls(**values)
     except (TypeError, ValueError) as exc:
         raise LeaderboardError(f"{where or cls.__name__}: {exc}") from exc
 
 
+@cache
+def _keys(cls: type) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+    """The top-level keys a record reads (or skips), and the keys inside each dotted one."""
+    inner: dict[str, set[str]] = {}
+    for slot in slots(cls):
+        if len(slot.path) > 1:
+            inner.setdefault(slot.path[0], set()).add(slot.path[1])
+    top = {slot.path[0] for slot in slots(cls)} | set(getattr(cls, "JSON_IGNORED", ()))
+    return frozenset(top), {root: frozenset(keys) for root, keys in inner.items()}
+
+
+def _refuse_unknown(cls: type, data: dict, where: str) -> None:
+    """A key the record does not have, at the top or inside an object its dotted keys reach."""
+    known, inner = _keys(cls)
+    unknown = sorted(str(k) for k in data if k not in known)
+    for root, keys in inner.items():
+        if root in data and not isinstance(data[root], dict):
+            raise LeaderboardError(f"{_at(where, root)} should be a JSON object")
+        unknown += sorted(f"{root}.{k}" for k in data.get(root, {}) if k not in keys)
+    if unknown:
+        raise LeaderboardError(f"{_at(where, unknown[0])} is not a field of {cls.__name__}")
+
+
 def _at(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
 
 
-def _lookup(data: dict, path: tuple[str, ...]) -> tuple[bool | None, Any]:
-    """(whether the path is there: None when a step on it is not an object, its value)."""
+def _lookup(data: dict, path: tuple[str, ...]) -> tuple[bool, Any]:
+    """(whether the key path is there, its value); a step that is not an object is absent."""
     for part in path[:-1]:
-        data = data.get(part, {})
+        data = data.get(part)
         if not isinstance(data, dict):
-            return None, None
+            return False, None
     return path[-1] in data, data.get(path[-1])
 
 
-def _read(kind: Any, value: Any, strict: bool, where: str) -> Any:
-    base, args = _origin(kind), typing.get_args(kind)
-    if kind is Any:
+def _read(kind: Any, value: Any, strict: bool, where: str, key: str) -> Any:
+    """`value` as `kind`; `where` and `key` name it (joined only when an error needs it)."""
+    if kind is Any or (type(value) is kind and kind is not float):  # the common case first
         return value
+    base, args = _origin(kind), typing.get_args(kind)
     if base in (bool, int, str):  # not a bool for an int; any str (an outcome too) for a str
         if not (isinstance(value, str) if base is str else type(value) is base):
             raise _Wrong(f"should be {base.__name__}, not {_shown(value)}")
@@ -198,13 +224,13 @@ def _read(kind: Any, value: Any, strict: bool, where: str) -> Any:
     if base is tuple:
         if not isinstance(value, (list, tuple)) or len(value) != len(args):
             raise _Wrong(f"should be a list of {len(args)}, not {_shown(value)}")
-        return tuple(_read(a, v, strict, where) for a, v in zip(args, value, strict=True))
+        return tuple(_read(a, v, strict, where, key) for a, v in zip(args, value, strict=True))
     if base is dict:
         if not isinstance(value, dict):
             raise _Wrong(f"should be an object, not {_shown(value)}")
-        return _read_dict(args[1] if args else Any, value, strict, where)
+        return _read_dict(args[1] if args else Any, value, strict, _at(where, key))
     if dataclasses.is_dataclass(base):
-        return _read_record(base, value, strict, where)
+        return _read_record(base, value, strict, _at(where, key))
     raise TypeError(f"the codec cannot read {kind!r}")
 
 
@@ -212,7 +238,7 @@ def _read_dict(kind: Any, value: dict, strict: bool, where: str) -> dict:
     out = {}
     for key, item in value.items():
         try:
-            out[str(key)] = _read(kind, item, strict, f"{where}.{key}")
+            out[str(key)] = _read(kind, item, strict, where, str(key))
         except _Wrong as exc:
             if strict:
                 raise LeaderboardError(f"{where}.{key} {exc}") from None
@@ -226,7 +252,7 @@ def _read_record(cls: type, value: Any, strict: bool, where: str) -> Any:
         return decode(cls, value, True, where)
     if not isinstance(value, dict):
         raise _Wrong("is not an object")
-    known = {k: v for k, v in value.items() if k in {s.path[0] for s in slots(cls)}}
+    known = {k: v for k, v in value.items() if k in _keys(cls)[0]}
     try:
         return decode(cls, known, True, where)
     except LeaderboardError as exc:
