@@ -37,6 +37,7 @@ from evaluator.github import (
     MergeRefused,
     fetch_submission,
     head_commit,
+    installation_token,
     publish,
     read_at,
     sync,
@@ -384,7 +385,7 @@ def run_app_token(args: argparse.Namespace) -> int:
         raise GitHubError(f"{APP_ID_ENV} and {APP_KEY_ENV} must be set (the App's id, a "
                           "repository variable, and its private key, a repository secret); "
                           "see the maintaining guide's GitHub setup")
-    token = _client(args).installation_token(app_id, key)
+    token = installation_token(_client(args), app_id, key)
     print(f"::add-mask::{token}", flush=True)
     target = os.environ.get("GITHUB_OUTPUT")
     if not target:

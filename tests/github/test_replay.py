@@ -193,9 +193,9 @@ def passed(runner) -> str:
 def interleave(monkeypatch, during) -> None:
     """The first time this job pushes, `during()` (another job) runs first and pushes before it,
     as when two jobs finish at once."""
-    import evaluator.github
+    import evaluator.github.pushes
 
-    real, started = evaluator.github._push, []
+    real, started = evaluator.github.pushes._push, []
 
     def push(repo, remote, branch):
         if not started:
@@ -203,7 +203,7 @@ def interleave(monkeypatch, during) -> None:
             during()
         return real(repo, remote, branch)
 
-    monkeypatch.setattr("evaluator.github._push", push)
+    monkeypatch.setattr("evaluator.github.pushes._push", push)
 
 
 @pytest.fixture
