@@ -41,7 +41,7 @@ UNKNOWN = object()
 def check_result(data: dict[str, Any], rules: Competition, where: str = "result") -> Result:
     """Schema plus the rules: the benchmarks, the composite and the outcome all add up."""
     validate("result", data, where)
-    result = Result.from_dict(data)
+    result = Result.from_dict(data, strict=True, where=where)
     # a loss is published rounded: refuse only what is a crown even after rounding
     if result.outcome == LOST and _crowned(result, rules, slack=-rules.disclosure_precision / 2):
         raise LeaderboardError(f"{where}: its published figures crown the head but it says "

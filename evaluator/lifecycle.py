@@ -12,7 +12,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from evaluator.records import DECISIVE, STALE, VOID, WITHDRAWN, Result, refunded_heads
+from evaluator.records import (
+    DECISIVE,
+    KING,
+    LOST,
+    REJECTED,
+    STALE,
+    VOID,
+    WITHDRAWN,
+    Result,
+    refunded_heads,
+)
 
 GATED, WAITING, EVALUATING = "gated", "waiting", "evaluating"
 DECLINED, EXPIRED, FAILED = "declined", "expired", "failed"
@@ -38,12 +48,12 @@ STATES = (
           "the gates job, starting the evaluation", "spent",
           (EVALUATING, DECLINED, EXPIRED)),
     State(EVALUATING, "a maintainer approved it; the GPU job runs", "a maintainer, approving",
-          "spent", ("king", "lost", "rejected", VOID, WITHDRAWN, STALE, FAILED)),
-    State("king", "it beat the king by the margin: crowned and merged", "the record job",
+          "spent", (KING, LOST, REJECTED, VOID, WITHDRAWN, STALE, FAILED)),
+    State(KING, "it beat the king by the margin: crowned and merged", "the record job",
           "spent", ()),
-    State("lost", "it did not beat the king; the pull request is closed", "the record job",
+    State(LOST, "it did not beat the king; the pull request is closed", "the record job",
           "spent", ()),
-    State("rejected", "a gate re-checked at evaluation failed; no score", "the record job",
+    State(REJECTED, "a gate re-checked at evaluation failed; no score", "the record job",
           "spent", ()),
     State(VOID, "the infrastructure failed (the pool, GitHub refusing the merge); no score",
           "the record job", REFUND, ()),

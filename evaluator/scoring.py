@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from statistics import NormalDist
 from typing import ClassVar
 
 import numpy as np
 
+from evaluator.codec import Record
 from evaluator.rules import PARTITION, Competition
 from evaluator.types import Decision
 
@@ -26,7 +27,7 @@ CI_LEVEL = 0.95
 
 
 @dataclass(frozen=True)
-class BenchmarkScore:
+class BenchmarkScore(Record):
     """One head's components on one benchmark, in the public record's field names."""
 
     cached_acc: float
@@ -38,9 +39,6 @@ class BenchmarkScore:
     overfit_penalty: float
     score: float
     FIELDS: ClassVar[tuple[str, ...]]
-
-    def to_dict(self) -> dict[str, float]:
-        return asdict(self)
 
 
 BenchmarkScore.FIELDS = tuple(f.name for f in fields(BenchmarkScore))

@@ -13,13 +13,14 @@ Layout, relative to the repository root:
     leaderboard/results/<miner>/<generation>.<void|stale|withdrawn>.<time>.json  an evaluation
                                                  that decided nothing for the generation
 
-`Store` reads strictly by default: a file that is not JSON or breaks its JSON Schema is a
-`LeaderboardError` naming it. `Store(..., lenient=True)` is the site's display mode: files
-must still be JSON objects, but their fields are read loosely, so a page can show what a
-file holds. Writes are atomic (state files) or one fsynced line (the attempts log, the
-queue events), and each record is checked against its schema as it is written; the gates
-read the attempts log leniently on that account (a season's log is thousands of lines),
-and `tinyrouter leaderboard validate` checks every file.
+`Store` reads strictly by default: a file that is not JSON, breaks its JSON Schema or holds a
+field the records' codec refuses is a `LeaderboardError` naming it. `Store(..., lenient=True)`
+is the site's display mode: files must still be JSON objects, but their fields are read
+loosely (see `evaluator.codec`), so a page can show what a file holds. Writes are atomic
+(state files) or one fsynced line (the attempts log, the queue events), and each record is
+checked against its schema as it is written; the gates read the attempts log leniently on
+that account (a season's log is thousands of lines), and `tinyrouter leaderboard validate`
+checks every file.
 """
 
 from __future__ import annotations
@@ -228,19 +229,25 @@ class Store:
         path = self.file(KING_FILE)
         data = self._checked("king", read_json(path), path)
         king = (data or {}).get("king")
-        return King.from_dict(king) if isinstance(king, dict) else None
+        return (King.from_dict(king, not self.lenient, f"{self.relative(path)}: king")
+                if isinstance(king, dict) else None)
 
     def history(self) -> list[Crowning]:
         path = self.file(HISTORY_FILE)
         data = self._checked("history", read_json(path), path) or {}
-        return [Crowning.from_dict(k) for k in data.get("kings") or [] if isinstance(k, dict)]
+        where = f"{self.relative(path)}: kings"
+        return [Crowning.from_dict(k, not self.lenient, f"{where}[{i}]")
+                for i, k in enumerate(data.get("kings") or []) if isinstance(k, dict)]
 
     def attempts(self) -> list[Attempt]:
         path = self.file(ATTEMPTS_FILE)
         rows = read_json_lines(path)
-        for number, row in enumerate(rows if not self.lenient else (), start=1):
-            self._checked("attempt", row, Path(f"{self.relative(path)} line {number}"))
-        return [Attempt.from_dict(row) for row in rows]
+        if self.lenient:
+            return [Attempt.from_dict(row) for row in rows]
+        where = [f"{self.relative(path)} line {number}" for number in range(1, len(rows) + 1)]
+        for line, row in zip(where, rows, strict=True):
+            self._checked("attempt", row, Path(line))
+        return [Attempt.from_dict(row, True, line) for line, row in zip(where, rows, strict=True)]
 
     def gates_pass(self, pr: int | None, head_sha: str | None) -> Attempt | None:
         """The recorded attempt of this PR at this head if its gates passed: what an evaluation
@@ -273,7 +280,7 @@ class Store:
 
     def result(self, path: Path) -> Result:
         data = self._checked("result", read_json(path), path)
-        record = Result.from_dict(data)
+        record = Result.from_dict(data, not self.lenient, self.relative(path))
         if self.lenient and record.miner == "None":  # a file without a name: show its folder
             record = Result.from_dict({**data, "miner": path.parent.name})
         return record

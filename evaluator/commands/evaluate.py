@@ -11,10 +11,10 @@ from pathlib import Path
 from evaluator import isolation, vault
 from evaluator.changes import parse_changes
 from evaluator.commands.output import github_output, say, write_json_out
-from evaluator.commands.reports import headline
 from evaluator.errors import IsolationError, UsageError
 from evaluator.files import format_time, utc_now
 from evaluator.records import VOID, Result
+from evaluator.reports import headline
 from evaluator.rules import OFFICIAL, Competition, is_commit_sha, is_name
 from evaluator.store import Store, parse_submission_path
 

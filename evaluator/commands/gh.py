@@ -5,13 +5,8 @@ the event payload at `$GITHUB_EVENT_PATH`, so workflow steps need no `${{ }}` ex
 Values that leave a command (step outputs) are validated first, and everything a command
 prints or logs goes through `output.github_output` (these commands run in workflows).
 
-`record` is the evaluation's last job, as named steps that are each safe to run again, so a
-job that died between any two of them is finished by a re-run: decide (on main's newest
-state: already recorded, stale, or as scored), merge a new king's PR (guarded by the
-evaluated head; refused for good → void), publish leaderboard/ (optimistic concurrency,
-deciding again on each try), comment, then close a loser's PR or re-run a stale evaluation.
-A re-run after a crash may dispatch that re-run twice; `pr-info --require-undecided` stops
-the second once the first is recorded.
+`record` is the evaluation's last job; its steps are `evaluator.recording`'s, and this module
+only parses its arguments and prints what the steps say.
 """
 
 from __future__ import annotations
@@ -21,40 +16,28 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
 
-from evaluator import handover, vault
+from evaluator import handover, recording, vault
 from evaluator.commands.leaderboard import load_result
 from evaluator.commands.output import github_output, say, set_outputs, write_json_out
-from evaluator.commands.reports import headline, render_result, render_unfinished
 from evaluator.contenders import earlier_attempts
 from evaluator.errors import GitHubError, VaultError
 from evaluator.files import format_time, utc_now
 from evaluator.github import (
     GitHub,
-    MergeRefused,
     fetch_submission,
     head_commit,
+    installation_token,
     publish,
-    read_at,
-    sync,
 )
-from evaluator.leaderboard import (
-    UNKNOWN,
-    apply_result,
-    check_result,
-    decide,
-    mark_unfinished,
-    require_king_folder,
-    unscored,
-)
-from evaluator.lifecycle import REFUNDED, unfinished, withdrawal
-from evaluator.records import KING, STALE, VOID, WITHDRAWN, King
+from evaluator.leaderboard import mark_unfinished
+from evaluator.lifecycle import REFUNDED, unfinished
+from evaluator.recording import EVALUATION_MARKER, Board
+from evaluator.records import WITHDRAWN
+from evaluator.reports import render_unfinished
 from evaluator.rules import NAME_RE, is_commit_sha, is_name, is_pr_number
 from evaluator.store import (
-    KING_FILE,
     LEADERBOARD_DIR,
     Store,
     parse_submission_path,
@@ -62,8 +45,6 @@ from evaluator.store import (
 )
 
 GATES_MARKER = "<!-- tinyrouter:gates -->"
-EVALUATION_MARKER = "<!-- tinyrouter:evaluation -->"
-EVALUATE_WORKFLOW = "evaluate.yml"
 QUEUE_EVENTS = ("evaluating",)
 APP_ID_ENV, APP_KEY_ENV = "TINYROUTER_APP_ID", "TINYROUTER_APP_PRIVATE_KEY"
 RESULT_KEY_ENV = "TINYROUTER_RESULT_KEY"  # in both environments: the GPU job's hand-over key
@@ -384,7 +365,7 @@ def run_app_token(args: argparse.Namespace) -> int:
         raise GitHubError(f"{APP_ID_ENV} and {APP_KEY_ENV} must be set (the App's id, a "
                           "repository variable, and its private key, a repository secret); "
                           "see the maintaining guide's GitHub setup")
-    token = _client(args).installation_token(app_id, key)
+    token = installation_token(_client(args), app_id, key)
     print(f"::add-mask::{token}", flush=True)
     target = os.environ.get("GITHUB_OUTPUT")
     if not target:
@@ -482,146 +463,10 @@ def run_announce(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- record
 
-@dataclass
-class Recording:
-    """One evaluation being recorded; `record` is what the board holds (or will) for it."""
-
-    args: argparse.Namespace
-    github: GitHub
-    number: int
-    sha: str
-    result: dict[str, Any]
-    against: object = UNKNOWN
-    record: dict[str, Any] = field(default_factory=dict)
-    already: bool = False  # the board held `record` before this run
-
-    @property
-    def outcome(self) -> str:
-        return str(self.record.get("outcome"))
-
-    def void(self, why: str) -> None:
-        self.record = unscored(self.result, VOID, f"void: the merge was refused: {why}; nothing "
-                               "was crowned, and the attempt is refunded.", self.args.rules)
-
-    def withdraw(self, why: str) -> None:
-        self.record = unscored(self.result, WITHDRAWN, f"withdrawn: {why}; nothing about its "
-                               "score is published, and the attempt stays spent.",
-                               self.args.rules)
-
-
-def _decide(job: Recording) -> None:
-    sync(job.args.repo, job.args.remote, job.args.branch)
-    job.record, job.already = decide(Store(job.args.repo), job.result, job.args.rules,
-                                     job.against)
-
-
-def _withdraw(job: Recording) -> None:
-    """What the author did to the PR after the approval (lifecycle.withdrawal) withdraws the
-    evaluation, whatever it scored: nothing of the score is published."""
-    if job.already:
-        return
-    why = withdrawal(job.github.pull(job.number), job.sha, job.args.branch)
-    if why is not None:
-        job.withdraw(why)
-
-
-def _merge(job: Recording) -> None:
-    """A new king's PR is merged before anything claims it: guarded by the evaluated head and
-    by its base, which must be the published branch."""
-    if job.outcome != KING:
-        return
-    pull = job.github.pull(job.number)
-    if pull.merged:
-        if pull.head_sha != job.sha or pull.base_ref != job.args.branch:
-            job.void(f"the pull request was merged at {pull.head_sha[:12]} into "
-                     f"{pull.base_ref}, not at {job.sha[:12]} into {job.args.branch}")
-        return
-    why = withdrawal(pull, job.sha, job.args.branch)
-    try:
-        if why is not None:
-            raise MergeRefused(why, by_author=True)
-        job.github.merge(job.number, job.sha, base=job.args.branch)
-    except MergeRefused as exc:
-        if job.already:
-            raise GitHubError(f"leaderboard/ crowns PR #{job.number} but it cannot be merged: "
-                              f"{exc}; a maintainer must settle it by hand") from exc
-        if exc.by_author:
-            job.withdraw(str(exc))
-        else:
-            job.void(str(exc))
-        return
-    _say(f"merged PR #{job.number} at {job.sha[:12]}")
-
-
-def _publish(job: Recording) -> None:
-    """leaderboard/ on main's newest commit; decided again on each try, so a king crowned by a
-    job that pushed first turns this result stale instead of being overwritten. A crown is
-    applied only where the merge put the king's folder."""
-    def apply() -> dict[str, Any]:
-        record, already = decide(Store(job.args.repo), job.record, job.args.rules, job.against)
-        if not already:
-            require_king_folder(Store(job.args.repo), record)
-        return apply_result(job.args.repo, job.record, job.args.rules, job.against).record
-
-    job.record, pushed = publish(job.args.repo, [LEADERBOARD_DIR],
-                                 f"leaderboard: evaluation of PR #{job.number}", apply,
-                                 job.args.remote, job.args.branch)
-    _say(headline(job.record), "leaderboard/ pushed" if pushed else "leaderboard/ already holds it")
-
-
-def _comment(job: Recording) -> None:
-    job.github.upsert_comment(job.number, EVALUATION_MARKER,
-                              render_result("comment", job.record, job.args.rules))
-
-
-def _conclude(job: Recording) -> None:
-    if job.outcome == KING:
-        return
-    if job.outcome == STALE:
-        job.github.dispatch(EVALUATE_WORKFLOW, job.args.branch,
-                            {"pr": str(job.number), "head_sha": job.sha})
-        _say(f"PR #{job.number} is evaluated again against the new king")
-        return
-    if job.outcome in (VOID, WITHDRAWN):
-        return  # refunded or spent; the PR stays as its author left it, for a new head
-    pull = job.github.pull(job.number)
-    if pull.state == "open" and pull.head_sha == job.sha:
-        job.github.close(job.number)
-        _say(f"{job.outcome}: closed PR #{job.number}")
-
-
-RECORD_STEPS: tuple[tuple[str, Callable[[Recording], None]], ...] = (
-    ("decide", _decide),
-    ("withdraw", _withdraw),
-    ("merge", _merge),
-    ("publish", _publish),
-    ("comment", _comment),
-    ("conclude", _conclude),
-)
-
-
-def _king_at(repo: Path, commit: str) -> King | None:
-    """The king leaderboard/ held at `commit`: the one an evaluation there was scored against."""
-    text = read_at(repo, commit, f"{LEADERBOARD_DIR}/{KING_FILE}")
-    try:
-        king = (json.loads(text) if text else {}).get("king")
-    except (ValueError, AttributeError) as exc:
-        raise GitHubError(f"{LEADERBOARD_DIR}/{KING_FILE} at {commit} is not valid JSON") from exc
-    return King.from_dict(king) if isinstance(king, dict) else None
-
-
 def run_record(args: argparse.Namespace) -> int:
-    number, sha = _pr(args), _sha(args.sha)
-    _branch(args.remote, "--remote")
-    _branch(args.branch, "--branch")
-    result = load_result(args.result)
-    if result.get("pr") != number or result.get("head_sha") != sha:
-        raise GitHubError(f"the result is for PR {result.get('pr')!r} at "
-                          f"{result.get('head_sha')!r}, not PR #{number} at {sha}")
-    check_result(result, args.rules, str(args.result))
-    against = UNKNOWN if args.base is None else _king_at(args.repo, _sha(args.base, "--base"))
-    job = Recording(args, _client(args), number, sha, result, against)
-    for _, step in RECORD_STEPS:
-        step(job)
-    write_json_out(args.out, job.record)
+    board = Board(args.repo, _branch(args.remote, "--remote"), _branch(args.branch, "--branch"))
+    base = None if args.base is None else _sha(args.base, "--base")
+    job = recording.start(_client(args), board, args.rules, load_result(args.result), _pr(args),
+                          _sha(args.sha), base, str(args.result), tell=_say)
+    write_json_out(args.out, recording.record(job))
     return 0

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from evaluator.commands.output import write_text_out
-from evaluator.commands.reports import render_result
 from evaluator.errors import LeaderboardError, UsageError
 from evaluator.files import format_time, utc_now
 from evaluator.leaderboard import (
@@ -23,6 +22,7 @@ from evaluator.leaderboard import (
 )
 from evaluator.lifecycle import UNFINISHED
 from evaluator.records import STALE
+from evaluator.reports import render_result
 from evaluator.rules import is_commit_sha
 from evaluator.store import LEADERBOARD_DIR, QUEUE_FILE, Store
 

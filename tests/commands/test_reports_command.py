@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from evaluator.commands.reports import render_result
+from evaluator.reports import render_result
 from evaluator.rules import OFFICIAL
 
 BENCHES = OFFICIAL.benchmarks

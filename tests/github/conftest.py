@@ -603,7 +603,8 @@ def _handler_for(fake: FakeGitHub):
 
 
 class FakeClock:
-    """Stands in for the `time` module in evaluator.github: sleeps are recorded, not slept."""
+    """Stands in for the `time` module in evaluator.github's client and pushes: sleeps are
+    recorded, not slept."""
 
     def __init__(self) -> None:
         self.now, self.sleeps = time.time(), []
@@ -619,7 +620,8 @@ class FakeClock:
 @pytest.fixture
 def clock(monkeypatch) -> FakeClock:
     fake = FakeClock()
-    monkeypatch.setattr("evaluator.github.time", fake)
+    monkeypatch.setattr("evaluator.github.rest.time", fake)
+    monkeypatch.setattr("evaluator.github.pushes.time", fake)
     return fake
 
 

@@ -447,7 +447,7 @@ def test_publish_keeps_untracked_data_such_as_the_copied_folder(remote, tmp_path
 
 
 def test_publish_gives_up_after_bounded_tries(remote, tmp_path, monkeypatch):
-    monkeypatch.setattr("evaluator.github._push", lambda *a: False)  # someone always first
+    monkeypatch.setattr("evaluator.github.pushes._push", lambda *a: False)  # someone always first
     with pytest.raises(GitHubError, match="in 3 tries"):
         publish(remote.clone(tmp_path / "w"), ["leaderboard"], "x",
                 append(tmp_path / "w", "a.jsonl", "1"), attempts=3, sleep=lambda _: None)

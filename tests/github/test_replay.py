@@ -22,10 +22,10 @@ import pytest
 import yaml
 
 from evaluator.cli import main
-from evaluator.commands.gh import RECORD_STEPS
 from evaluator.errors import GitHubError
 from evaluator.files import parse_time
 from evaluator.pool.ledger import Ledger
+from evaluator.recording import RECORD_STEPS
 from evaluator.rules import OFFICIAL, RECEIPT_FORMAT
 from evaluator.store import Store
 from evaluator.submission import sha256_file
@@ -193,9 +193,9 @@ def passed(runner) -> str:
 def interleave(monkeypatch, during) -> None:
     """The first time this job pushes, `during()` (another job) runs first and pushes before it,
     as when two jobs finish at once."""
-    import evaluator.github
+    import evaluator.github.pushes
 
-    real, started = evaluator.github._push, []
+    real, started = evaluator.github.pushes._push, []
 
     def push(repo, remote, branch):
         if not started:
@@ -203,7 +203,7 @@ def interleave(monkeypatch, during) -> None:
             during()
         return real(repo, remote, branch)
 
-    monkeypatch.setattr("evaluator.github._push", push)
+    monkeypatch.setattr("evaluator.github.pushes._push", push)
 
 
 @pytest.fixture
@@ -856,15 +856,15 @@ def test_a_result_scored_against_a_replaced_king_is_stale_and_evaluated_again(wo
 
 def crash_after(monkeypatch, name: str) -> None:
     """The record job dies right after its step `name` (a runner lost, a timeout)."""
-    import evaluator.commands.gh as gh
+    import evaluator.recording as recording
 
     def dead(job):
         raise GitHubError("the runner went away")
 
-    steps = list(gh.RECORD_STEPS)
+    steps = list(recording.RECORD_STEPS)
     index = [n for n, _ in steps].index(name)
     steps.insert(index + 1, ("crash", dead))
-    monkeypatch.setattr(gh, "RECORD_STEPS", tuple(steps))
+    monkeypatch.setattr(recording, "RECORD_STEPS", tuple(steps))
 
 
 def _challenge(world, outcome):

@@ -1,4 +1,4 @@
-"""A small GitHub REST client: just the calls the workflows make, with GitHub's documented waits.
+"""The GitHub REST client: just the calls the workflows make, with GitHub's documented waits.
 
 The base URL comes from `GITHUB_API_URL` and the token from `GITHUB_TOKEN`, so tests point
 it at a fake server on loopback. Every value read from GitHub is untrusted data: callers
@@ -15,28 +15,21 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import logging
 import os
 import re
-import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TypeVar
 
 import httpx
 
 from evaluator.changes import quote_path
 from evaluator.errors import GitHubError
-from evaluator.rules import Competition, is_commit_sha, is_name
-from evaluator.store import parse_submission_path
+from evaluator.rules import is_commit_sha, is_name
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -48,14 +41,6 @@ MAX_BACKOFF_S = 30.0
 SECONDARY_WAIT_S = 60.0  # GitHub: at least a minute after a secondary limit without retry-after
 WAIT_BUDGET_S = 600.0  # all waits of one command; every job's timeout leaves room for it
 MERGE_BUDGET_S = 300.0  # how long a merge is retried while GitHub says the base moved
-PUSH_ATTEMPTS = 8
-# What the App's per-job token may do: push leaderboard/, merge a king, comment and label,
-# start workflows. The App must hold these; metadata (read) comes with every App.
-APP_PERMISSIONS = {"contents": "write", "pull_requests": "write", "issues": "write",
-                   "actions": "write"}
-JWT_LIFETIME_S = 540  # GitHub allows ten minutes; the clock may be a minute off either way
-TOKEN_RE = re.compile(r"[A-Za-z0-9_.-]{20,255}", re.ASCII)
-APP_ID_RE = re.compile(r"[0-9]{1,12}", re.ASCII)
 REPO_RE = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}", re.ASCII)
 LOGIN_RE = re.compile(r"[A-Za-z0-9_-]{1,64}(?:\[bot\])?", re.ASCII)  # a user, or an app's bot
 
@@ -175,9 +160,10 @@ class GitHub:
 
     def request(self, method: str, path: str, **kwargs) -> httpx.Response:
         """One call on this repository (`path` after /repos/owner/name); raises on failure."""
-        return self._send(method, f"/repos/{self.repo}{path}", **kwargs)
+        return self.send(method, f"/repos/{self.repo}{path}", **kwargs)
 
-    def _send(self, method: str, url: str, **kwargs) -> httpx.Response:
+    def send(self, method: str, url: str, **kwargs) -> httpx.Response:
+        """One call at an absolute API path (`request` for this repository's); raises on failure."""
         failures = limited = 0
         while True:
             try:
@@ -214,7 +200,7 @@ class GitHub:
         """The login the token acts as (`github-actions[bot]` for a workflow's token), asked
         of the API once: only comments this identity wrote are the bot's own."""
         if self._identity is None:
-            data = self._send("POST", self.graphql_url,
+            data = self.send("POST", self.graphql_url,
                               json={"query": "query { viewer { login } }"}).json()
             login = ((data.get("data") or {}).get("viewer") or {}).get("login") \
                 if isinstance(data, dict) else None
@@ -366,209 +352,7 @@ class GitHub:
         return [(str(review.get("state")), str(review.get("comment") or ""))
                 for review in data if isinstance(review, dict)]
 
-    # ---------------------------------------------------------------- the App's token
-
-    def installation_token(self, app_id: str, private_key: str,
-                           permissions: dict[str, str] = APP_PERMISSIONS) -> str:
-        """A token of the App's installation on this repository, scoped to it and to
-        `permissions`: a JWT the App's private key signs asks GitHub for it (it lasts an hour)."""
-        signed = {"Authorization": f"Bearer {app_jwt(app_id, private_key, self.clock())}"}
-        installation = self._send("GET", f"/repos/{self.repo}/installation",
-                                  headers=signed).json()
-        number = installation.get("id") if isinstance(installation, dict) else None
-        if type(number) is not int:
-            raise GitHubError(f"GitHub named no installation of App {app_id} on {self.repo}; "
-                              "install the App on this repository")
-        answer = self._send("POST", f"/app/installations/{number}/access_tokens", headers=signed,
-                            json={"repositories": [self.repo.split("/", 1)[1]],
-                                  "permissions": dict(permissions)}).json()
-        token = answer.get("token") if isinstance(answer, dict) else None
-        if not isinstance(token, str) or not TOKEN_RE.fullmatch(token):
-            raise GitHubError("GitHub answered the token request without a token")
-        return token
-
-
-def _b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def app_jwt(app_id: str, private_key: str, now: float) -> str:
-    """The JSON Web Token (RS256) a GitHub App signs with its private key to act as itself."""
-    from cryptography.exceptions import UnsupportedAlgorithm
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import padding, rsa
-
-    if not APP_ID_RE.fullmatch(str(app_id)):
-        raise GitHubError(f"the App id {app_id!r} must be the number on the App's settings page")
-    try:
-        key = serialization.load_pem_private_key(private_key.encode(), password=None)
-    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        raise GitHubError("the App's private key is not a PEM private key; paste the whole "
-                          ".pem file GitHub generated into the secret") from exc
-    if not isinstance(key, rsa.RSAPrivateKey):
-        raise GitHubError("the App's private key must be the RSA key GitHub generated")
-    header = _b64url(json.dumps({"alg": "RS256", "typ": "JWT"}).encode())
-    claims = _b64url(json.dumps({"iat": int(now) - 60, "exp": int(now) + JWT_LIFETIME_S,
-                                 "iss": str(app_id)}).encode())
-    signature = key.sign(f"{header}.{claims}".encode(), padding.PKCS1v15(), hashes.SHA256())
-    return f"{header}.{claims}.{_b64url(signature)}"
-
 
 def _changed(entry: dict) -> ChangedFile:
     return ChangedFile(str(entry["status"]), str(entry["filename"]),
                        entry.get("previous_filename"))
-
-
-# ---------------------------------------------------------------- a PR's folder, as data
-
-MAX_ENTRIES = 64  # a submission holds three files; anything far beyond is not copied
-REGULAR_MODES = ("100644", "100755")
-LINK_MODE = "120000"
-
-
-def fetch_submission(github: GitHub, repo: Path, head_sha: str, folder: str,
-                     rules: Competition) -> list[str]:
-    """Copy the PR head's `folder` into `repo` as data, through the git data API; returns the
-    paths written.
-
-    Only that folder's tree and blobs are read, so nothing else in the PR costs anything, and
-    nothing is checked out, installed or run. Regular files are copied with mode 0644; a
-    link becomes a link to /dev/null (so gate 0 names it, and it never points into the
-    runner); a folder or submodule becomes an empty folder (gate 0 refuses it); a blob over
-    the size cap becomes a sparse file of its size (gate 0 reports the size, nothing is
-    downloaded). Names are kept exactly, odd ones included, for gate 0 to judge.
-    """
-    if not is_commit_sha(head_sha):
-        raise GitHubError(f"{head_sha!r} is not a full commit SHA")
-    if parse_submission_path(folder) is None:
-        raise GitHubError(f"{folder!r} is not a submissions/<login>/<generation> folder")
-    target = repo / folder
-    if target.is_symlink() or target.is_file():
-        target.unlink()
-    elif target.is_dir():
-        shutil.rmtree(target)
-    tree = github.root_tree(head_sha)
-    for name in folder.split("/"):
-        entry = next((e for e in github.tree(tree) if e.get("path") == name), None)
-        if entry is None or entry.get("type") != "tree":
-            log.warning("%s is not a folder at %s; nothing to copy", folder, head_sha[:12])
-            return []
-        tree = str(entry["sha"])
-    entries = github.tree(tree)
-    if len(entries) > MAX_ENTRIES:
-        log.warning("%s holds %d entries; copying the first %d", folder, len(entries), MAX_ENTRIES)
-    target.mkdir(parents=True)
-    cap = max(rules.max_weights_bytes, rules.max_receipt_bytes, rules.max_readme_bytes)
-    return [_copy(github, target, entry, cap, folder) for entry in entries[:MAX_ENTRIES]]
-
-
-def _copy(github: GitHub, target: Path, entry: dict, cap: int, folder: str) -> str:
-    name, mode, kind = str(entry.get("path")), str(entry.get("mode")), entry.get("type")
-    if "/" in name or "\0" in name or name in ("", ".", "..", ".git"):
-        raise GitHubError(f"GitHub listed an impossible entry {name!r} in {folder}")
-    dest = target / name
-    if mode == LINK_MODE:
-        dest.symlink_to(os.devnull)
-    elif kind == "blob" and mode in REGULAR_MODES:
-        size = int(entry.get("size") or 0)
-        with open(dest, "wb") as handle:
-            if size > cap:
-                handle.truncate(size)  # sparse: the size is what gate 0 needs, not the bytes
-            else:
-                handle.write(github.blob(str(entry["sha"])))
-        dest.chmod(0o644)
-    else:
-        dest.mkdir()
-    return f"{folder}/{name}"
-
-
-# ---------------------------------------------------------------- git: leaderboard pushes
-
-BOT = ("github-actions[bot]", "41898282+github-actions[bot]@users.noreply.github.com")
-REJECTED_PUSH = ("[rejected]", "fetch first", "non-fast-forward", "stale info", "cannot lock ref")
-
-
-def git_env() -> dict[str, str]:
-    """The environment for git: the token (if any) as an HTTP header, never in argv or .git."""
-    env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
-    token = os.environ.get("GITHUB_TOKEN")
-    if token:
-        server = os.environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
-        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-        env.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0=f"http.{server}/.extraheader",
-                   GIT_CONFIG_VALUE_0=f"AUTHORIZATION: basic {basic}")
-    return env
-
-
-def git(repo: str | os.PathLike, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                            env=git_env(), timeout=600)
-    if check and result.returncode != 0:
-        raise GitHubError(f"git {args[0]} failed: {result.stderr.strip()[-500:]}")
-    return result
-
-
-def head_commit(repo: Path) -> str | None:
-    """The commit the checkout is at, or None outside a git checkout."""
-    result = git(repo, "rev-parse", "HEAD", check=False)
-    sha = result.stdout.strip()
-    return sha if result.returncode == 0 and is_commit_sha(sha) else None
-
-
-def read_at(repo: Path, commit: str, path: str) -> str | None:
-    """A file's text at `commit` of the checkout, or None where it did not exist."""
-    if git(repo, "cat-file", "-e", f"{commit}^{{commit}}", check=False).returncode != 0:
-        raise GitHubError(f"commit {commit} is not in the checkout at {repo}; check it out with "
-                          "its history (fetch-depth: 0)")
-    shown = git(repo, "show", f"{commit}:{path}", check=False)
-    return shown.stdout if shown.returncode == 0 else None
-
-
-def sync(repo: Path, remote: str = "origin", branch: str = "main") -> str:
-    """Put the checkout on the remote branch's newest commit (tracked files reset; untracked
-    data, such as a submission folder copied in, kept); returns that commit."""
-    git(repo, "fetch", "--quiet", "--no-tags", remote, branch)
-    git(repo, "reset", "--quiet", "--hard", "FETCH_HEAD")
-    return git(repo, "rev-parse", "HEAD").stdout.strip()
-
-
-def _commit(repo: Path, paths: list[str], message: str) -> bool:
-    git(repo, "add", "--all", "--", *paths)
-    if git(repo, "diff", "--cached", "--quiet", check=False).returncode == 0:
-        return False
-    name, email = BOT
-    git(repo, "-c", f"user.name={name}", "-c", f"user.email={email}",
-        "commit", "--quiet", "--no-verify", "-m", message)
-    return True
-
-
-def _push(repo: Path, remote: str, branch: str) -> bool:
-    """Push without force; False when another job pushed first."""
-    pushed = git(repo, "push", "--porcelain", remote, f"HEAD:refs/heads/{branch}", check=False)
-    if pushed.returncode == 0:
-        return True
-    if any(sign in pushed.stdout + pushed.stderr for sign in REJECTED_PUSH):
-        return False
-    raise GitHubError(f"git push failed: {pushed.stderr.strip()[-500:]}")
-
-
-def publish(repo: Path, paths: list[str], message: str, apply: Callable[[], T],
-            remote: str = "origin", branch: str = "main", attempts: int = PUSH_ATTEMPTS,
-            sleep: Callable[[float], None] | None = None) -> tuple[T, bool]:
-    """Optimistic concurrency for state files: on the remote branch's newest commit run
-    `apply` (which writes under `paths` and returns what it decided), commit, push; when
-    another job pushed first, start again from its commit. Never a rebase of state files,
-    never a force. Returns (what the last `apply` returned, whether a commit was pushed)."""
-    for attempt in range(attempts):
-        sync(repo, remote, branch)
-        value = apply()
-        if not _commit(repo, paths, message):
-            return value, False
-        if _push(repo, remote, branch):
-            return value, True
-        wait = min(BACKOFF_S * 2 ** attempt, MAX_BACKOFF_S)
-        log.warning("another job pushed to %s/%s first; applying again on its commit in %.0f s "
-                    "(%d/%d)", remote, branch, wait, attempt + 1, attempts)
-        (sleep or time.sleep)(wait)
-    raise GitHubError(f"could not push to {remote}/{branch} in {attempts} tries: other jobs kept "
-                      "pushing first; re-run the job")

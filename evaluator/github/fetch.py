@@ -1,0 +1,75 @@
+"""A pull request's submission folder, copied in as data through the git data API."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from evaluator.errors import GitHubError
+from evaluator.github.rest import GitHub
+from evaluator.rules import Competition, is_commit_sha
+from evaluator.store import parse_submission_path
+
+log = logging.getLogger(__name__)
+
+MAX_ENTRIES = 64  # a submission holds three files; anything far beyond is not copied
+REGULAR_MODES = ("100644", "100755")
+LINK_MODE = "120000"
+
+
+def fetch_submission(github: GitHub, repo: Path, head_sha: str, folder: str,
+                     rules: Competition) -> list[str]:
+    """Copy the PR head's `folder` into `repo` as data, through the git data API; returns the
+    paths written.
+
+    Only that folder's tree and blobs are read, so nothing else in the PR costs anything, and
+    nothing is checked out, installed or run. Regular files are copied with mode 0644; a
+    link becomes a link to /dev/null (so gate 0 names it, and it never points into the
+    runner); a folder or submodule becomes an empty folder (gate 0 refuses it); a blob over
+    the size cap becomes a sparse file of its size (gate 0 reports the size, nothing is
+    downloaded). Names are kept exactly, odd ones included, for gate 0 to judge.
+    """
+    if not is_commit_sha(head_sha):
+        raise GitHubError(f"{head_sha!r} is not a full commit SHA")
+    if parse_submission_path(folder) is None:
+        raise GitHubError(f"{folder!r} is not a submissions/<login>/<generation> folder")
+    target = repo / folder
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.is_dir():
+        shutil.rmtree(target)
+    tree = github.root_tree(head_sha)
+    for name in folder.split("/"):
+        entry = next((e for e in github.tree(tree) if e.get("path") == name), None)
+        if entry is None or entry.get("type") != "tree":
+            log.warning("%s is not a folder at %s; nothing to copy", folder, head_sha[:12])
+            return []
+        tree = str(entry["sha"])
+    entries = github.tree(tree)
+    if len(entries) > MAX_ENTRIES:
+        log.warning("%s holds %d entries; copying the first %d", folder, len(entries), MAX_ENTRIES)
+    target.mkdir(parents=True)
+    cap = max(rules.max_weights_bytes, rules.max_receipt_bytes, rules.max_readme_bytes)
+    return [_copy(github, target, entry, cap, folder) for entry in entries[:MAX_ENTRIES]]
+
+
+def _copy(github: GitHub, target: Path, entry: dict, cap: int, folder: str) -> str:
+    name, mode, kind = str(entry.get("path")), str(entry.get("mode")), entry.get("type")
+    if "/" in name or "\0" in name or name in ("", ".", "..", ".git"):
+        raise GitHubError(f"GitHub listed an impossible entry {name!r} in {folder}")
+    dest = target / name
+    if mode == LINK_MODE:
+        dest.symlink_to(os.devnull)
+    elif kind == "blob" and mode in REGULAR_MODES:
+        size = int(entry.get("size") or 0)
+        with open(dest, "wb") as handle:
+            if size > cap:
+                handle.truncate(size)  # sparse: the size is what gate 0 needs, not the bytes
+            else:
+                handle.write(github.blob(str(entry["sha"])))
+        dest.chmod(0o644)
+    else:
+        dest.mkdir()
+    return f"{folder}/{name}"
