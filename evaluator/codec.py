@@ -136,6 +136,11 @@ class _Wrong(Exception):
 
 def decode(cls: type[R], data: Any, strict: bool = True, where: str = "") -> R:
     """The record of class `cls` that `data` holds (see the module docstring)."""
+    read = _fast(cls)
+    if read is not None and type(data) is dict:
+        record = read(data, strict)
+        if record is not _SLOW:
+            return record
     if not isinstance(data, dict):
         raise LeaderboardError(f"{where or cls.__name__} should be a JSON object, not "
                                f"{type(data).__name__}")
@@ -164,6 +169,82 @@ def decode(cls: type[R], data: Any, strict: bool = True, where: str = "") -> R:
         return cls(**values)
     except (TypeError, ValueError) as exc:
         raise LeaderboardError(f"{where or cls.__name__}: {exc}") from exc
+
+
+# ---------------------------------------------------------------- the fast path
+#
+# A season's attempts log is read on every gates run, so a record whose every value is
+# already of its field's type is read by a function written once per class from its fields
+# (as dataclasses writes __init__): per field its key path, a type test and its default.
+# Anything else (a missing required field, a value of another type or not finite, an unknown
+# key when strict, a record that refuses its values) goes to `decode`'s general reader,
+# which gives the same record or the error. The function's source is made of the record's
+# own field names and keys, never of the data it reads.
+
+_SLOW = object()  # the fast path's "not this one"
+_ABSENT = object()
+_TESTS = {str: "isinstance(v, str)", int: "type(v) is int", bool: "type(v) is bool",
+          float: "type(v) is float and isfinite(v)"}
+
+
+def _field_lines(i: int, slot: Slot, env: dict[str, Any]) -> list[str] | None:
+    """Source lines that set v{i} from `data` or return SLOW; None when the field's type is one
+    only the general reader handles."""
+    lines = [f"v = data.get({slot.path[0]!r}, ABSENT)"]
+    lines += [f"v = v.get({part!r}, ABSENT) if type(v) is dict else ABSENT"
+              for part in slot.path[1:]]
+    if slot.default is MISSING:
+        lines += ["if v is ABSENT:", "    return SLOW"]
+    else:
+        env[f"default_{i}"] = slot.default
+        lines += ["if v is ABSENT:", f"    v = default_{i}()"]
+    if slot.optional:
+        lines += ["elif v is None:", "    pass"]
+    base = _origin(slot.kind)
+    if slot.kind is Any:
+        pass
+    elif base in _TESTS:
+        lines += [f"elif not ({_TESTS[base]}):", "    return SLOW"]
+    elif _is_enum(base):
+        env[f"members_{i}"] = base._value2member_map_
+        lines += [f"elif type(v) is str and v in members_{i}:", f"    v = members_{i}[v]",
+                  "else:", "    return SLOW"]
+    elif dataclasses.is_dataclass(base) and _fast(base) is not None:
+        # as the general reader: a nested record's unknown keys are ignored when lenient
+        env[f"nested_{i}"], env[f"inner_{i}"] = _fast(base), _keys(base)[0]
+        lines += ["elif type(v) is not dict:", "    return SLOW", "else:",
+                  f"    v = nested_{i}(v if strict else "
+                  f"{{k: x for k, x in v.items() if k in inner_{i}}}, True)",
+                  "    if v is SLOW:", "        return SLOW"]
+    else:
+        return None
+    return [*lines, f"v{i} = v"]
+
+
+@cache
+def _fast(cls: type) -> Any:
+    """`read(data, strict)` for `cls`: its record, or SLOW when the general reader must
+    decide; None when a field's type is one only the general reader handles."""
+    known, inner = _keys(cls)
+    env: dict[str, Any] = {"ABSENT": _ABSENT, "SLOW": _SLOW, "isfinite": math.isfinite,
+                           "cls": cls, "known": known, "inner": inner}
+    body = ["if strict and not data.keys() <= known:", "    return SLOW",
+            "for root, keys in inner.items() if strict else ():",
+            "    if root in data and not (type(data[root]) is dict"
+            " and data[root].keys() <= keys):",
+            "        return SLOW"]
+    names = []
+    for i, slot in enumerate(slots(cls)):
+        lines = _field_lines(i, slot, env)
+        if lines is None:
+            return None
+        body += lines
+        names.append(f"{slot.name}=v{i}")
+    body += ["try:", f"    return cls({', '.join(names)})",
+             "except (TypeError, ValueError):", "    return SLOW"]
+    source = "def read(data, strict):\n" + "".join(f"    {line}\n" for line in body)
+    exec(compile(source, f"<the codec of {cls.__name__}>", "exec"), env)
+    return env["read"]
 
 
 @cache

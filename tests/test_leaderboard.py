@@ -128,6 +128,9 @@ def test_schema_rejects(case, record, mentions):
         check_result(record, rules=OFFICIAL)
 
 
+FIRST, FINAL = OFFICIAL.crown_z_first, OFFICIAL.crown_z_final  # the crown test's bars
+
+
 @pytest.mark.parametrize(("record", "ok"), [
     # exactly the margin is a crown, in floats that fall a hair short
     (crowned(composite=0.71, king=0.69), True),
@@ -141,14 +144,14 @@ def test_schema_rejects(case, record, mentions):
     (lost(composite=0.62, delta=0.02, low=0.01), True),
     (lost(composite=0.62, delta=0.05, low=0.0), True),
     # with the crown test: its own figures decide, stage by stage
-    (with_test(crowned(composite=0.8, king=0.69), 1, 0.03, 2.6), True),
-    (with_test(crowned(composite=0.8, king=0.69), 1, 0.03, 2.4), False),
-    (with_test(crowned(composite=0.8, king=0.69), 2, 0.03, 2.4), True),
+    (with_test(crowned(composite=0.8, king=0.69), 1, 0.03, FIRST + 0.02), True),
+    (with_test(crowned(composite=0.8, king=0.69), 1, 0.03, FIRST - 0.2), False),
+    (with_test(crowned(composite=0.8, king=0.69), 2, 0.03, FINAL + 0.07), True),
     (with_test(crowned(composite=0.8, king=0.69), 2, 0.01, 9.0), False),
-    (with_test(lost(composite=0.62, delta=0.04, low=0.02), 2, 0.03, 3.0), False),
-    (with_test(lost(composite=0.62, delta=0.04, low=0.02), 1, 0.03, 2.4), True),
+    (with_test(lost(composite=0.62, delta=0.04, low=0.02), 2, 0.03, FINAL + 0.4), False),
+    (with_test(lost(composite=0.62, delta=0.04, low=0.02), 1, 0.03, FIRST - 0.2), True),
     # rounded, a loss may show the margin, or z at the bar
-    (with_test(lost(composite=0.62, delta=0.04, low=0.02), 2, 0.02, 2.33), True),
+    (with_test(lost(composite=0.62, delta=0.04, low=0.02), 2, 0.02, round(FINAL, 2)), True),
 ])
 def test_outcome_must_match_the_margin(record, ok):
     if ok:
