@@ -39,6 +39,7 @@ import referencing
 
 from evaluator.errors import LeaderboardError
 from evaluator.files import (
+    FINITE,
     append_line,
     dumps,
     dumps_line,
@@ -135,25 +136,16 @@ def read_json(path: Path, kind: type = dict) -> Any:
 def read_json_lines(path: Path) -> list[dict[str, Any]]:
     """The objects of a JSONL file, one per non-empty line; a bad line is named.
 
-    A log as this code writes it (one object a line, no blank line) goes through the JSON
-    parser in one piece, its newlines read as commas: a newline can only separate values in
-    JSON, so that reads exactly its lines. Anything else (a blank line, a line that is not one
-    object) is read line by line, which names the first bad one.
+    A log as this code writes it (one object a line, each ending in a newline) is read object
+    after object where it lies in the file, with no copy of a season's text; anything else (a
+    blank line, a line that is not one object) is read line by line, which names the first bad
+    one.
     """
     if not path.is_file():
         return []
     text = path.read_text(encoding="utf-8")
-    body = text.strip()
-    if "\r" in body:
-        body = body.replace("\r\n", "\n")
-    if not body:
-        return []
-    try:  # a season's log in one parse
-        rows = loads_finite("[" + body.replace("\n", ",") + "]")
-    except ValueError:
-        rows = None
-    if (isinstance(rows, list) and len(rows) == body.count("\n") + 1
-            and all(isinstance(row, dict) for row in rows)):
+    rows = _objects_by_line(text)
+    if rows is not None:
         return rows
     rows = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -167,6 +159,28 @@ def read_json_lines(path: Path) -> list[dict[str, Any]]:
         if not isinstance(row, dict):
             raise LeaderboardError(f"{path}:{number} should be a JSON object")
         rows.append(row)
+    return rows
+
+
+def _objects_by_line(text: str) -> list[dict[str, Any]] | None:
+    """Each line's object when every line holds exactly one and ends in a newline (CRLF too),
+    else None."""
+    rows, at, end = [], 0, len(text)
+    try:
+        while at < end:
+            row, after = FINITE.raw_decode(text, at)
+            if type(row) is not dict or text.find("\n", at, after) >= 0:
+                return None
+            at = after
+            rows.append(row)
+            if text.startswith("\n", at):
+                at += 1
+            elif text.startswith("\r\n", at):
+                at += 2
+            else:
+                return None
+    except ValueError:
+        return None
     return rows
 
 
