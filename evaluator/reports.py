@@ -41,3 +41,21 @@ def headline(public: dict[str, Any]) -> str:
     low, high = public["ci95"]
     return (f"{who}: not crowned: composite {public['composite']:.2f}, delta "
             f"{public['delta']:+.2f} (95% interval {low:+.2f} to {high:+.2f})")
+
+
+def crown_test(result: dict, rules: Competition) -> str:
+    """The crown test of a public result, stage by stage, in words."""
+    test = result.get("crown_test")
+    if not test:
+        return f"{result['outcome']} (delta {result['delta']:+.2f})."
+    stages = len(rules.live_stages)
+    steps = [f"stage 1 ({rules.live_stages[0]} live questions per benchmark)"]
+    if test["stage"] > 1:
+        steps.append(f"undecided, so stage 2 ({rules.live_stages[1]} more)")
+    crowned = result["outcome"] == "king"
+    bar = rules.crown_z_final if test["stage"] == stages else rules.crown_z_first
+    return (f"{', '.join(steps)}: difference {test['difference']:+.3f} (margin "
+            f"{rules.win_margin}), z {test['z']:.2f} against {bar} to crown"
+            + (f", {rules.lose_z_first} to lose" if test["stage"] < stages else "")
+            + f"; {'crowned' if crowned else 'lost'} after stage {test['stage']} "
+            f"({test['live_sessions']} live sessions).")

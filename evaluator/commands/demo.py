@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from evaluator import isolation
+from evaluator.baselines import gap_closed
 from evaluator.cli import main
 from evaluator.errors import TinyRouterError
 from evaluator.files import write_json
 from evaluator.pool.simulator import bundled_simulator, serve_simulator
+from evaluator.reports import crown_test
 from evaluator.rules import OFFICIAL, Competition
 from evaluator.store import MANIFEST_PATH, Store, submission_path
 
@@ -446,15 +448,10 @@ def summary(ws: Workspace, seconds: float) -> str:
         lines.append(f"{bench:<14} {comp.cached_acc:>11.3f} {comp.live_acc:>6.3f} "
                      f"{comp.avg_turns:>6.2f} {comp.score:>7.4f} {single:>12.3f} "
                      f"{base['random']:>7.3f} {oracle:>7.3f} "
-                     f"{captured(comp.cached_acc, single, oracle):>9.0%}")
+                     f"{gap_closed(comp.cached_acc, single, oracle) or 0.0:>9.0%}")
     lines.append("captured: the share of the gap from the best single model to the oracle (on "
                  "the hidden pool) that the king's cached accuracy closes")
     return "\n".join(lines + footer(ws, seconds))
-
-
-def captured(accuracy: float, single: float, oracle: float) -> float:
-    """The share of the best-single → oracle gap an accuracy closes (0 where there is none)."""
-    return (accuracy - single) / (oracle - single) if oracle > single else 0.0
 
 
 def footer(ws: Workspace, seconds: float) -> list[str]:
@@ -481,21 +478,3 @@ def why(ws: Workspace) -> str:
                 f"{crown_test(second, ws.rules)}")
     return (f"{MINERS[0].login} was crowned first; {MINERS[1].login} was rejected: "
             f"{second.get('reason')}.")
-
-
-def crown_test(result: dict, rules: Competition) -> str:
-    """The crown test of a public result, stage by stage, in words."""
-    test = result.get("crown_test")
-    if not test:
-        return f"{result['outcome']} (delta {result['delta']:+.2f})."
-    stages = len(rules.live_stages)
-    steps = [f"stage 1 ({rules.live_stages[0]} live questions per benchmark)"]
-    if test["stage"] > 1:
-        steps.append(f"undecided, so stage 2 ({rules.live_stages[1]} more)")
-    crowned = result["outcome"] == "king"
-    bar = rules.crown_z_final if test["stage"] == stages else rules.crown_z_first
-    return (f"{', '.join(steps)}: difference {test['difference']:+.3f} (margin "
-            f"{rules.win_margin}), z {test['z']:.2f} against {bar} to crown"
-            + (f", {rules.lose_z_first} to lose" if test["stage"] < stages else "")
-            + f"; {'crowned' if crowned else 'lost'} after stage {test['stage']} "
-            f"({test['live_sessions']} live sessions).")
