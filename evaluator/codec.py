@@ -213,7 +213,7 @@ def _field_lines(i: int, slot: Slot, env: dict[str, Any]) -> list[str] | None:
         # as the general reader: a nested record's unknown keys are ignored when lenient
         env[f"nested_{i}"], env[f"inner_{i}"] = _fast(base), _keys(base)[0]
         lines += ["elif type(v) is not dict:", "    return SLOW", "else:",
-                  f"    v = nested_{i}(v if strict else "
+                  f"    v = nested_{i}(v if strict or v.keys() <= inner_{i} else "
                   f"{{k: x for k, x in v.items() if k in inner_{i}}}, True)",
                   "    if v is SLOW:", "        return SLOW"]
     else:
