@@ -240,11 +240,31 @@ def _fast(cls: type) -> Any:
             return None
         body += lines
         names.append(f"{slot.name}=v{i}")
-    body += ["try:", f"    return cls({', '.join(names)})",
-             "except (TypeError, ValueError):", "    return SLOW"]
+    if _plain_init(cls):  # the generated __init__ would only set the fields, one by one
+        env["new"], env["post"] = object.__new__, getattr(cls, "__post_init__", None)
+        body += ["record = new(cls)", f"record.__dict__.update({', '.join(names)})",
+                 "if post is not None:", "    try:", "        post(record)",
+                 "    except (TypeError, ValueError):", "        return SLOW",
+                 "return record"]
+    else:
+        body += ["try:", f"    return cls({', '.join(names)})",
+                 "except (TypeError, ValueError):", "    return SLOW"]
     source = "def read(data, strict):\n" + "".join(f"    {line}\n" for line in body)
     exec(compile(source, f"<the codec of {cls.__name__}>", "exec"), env)
     return env["read"]
+
+
+def _plain_init(cls: type) -> bool:
+    """Whether `cls`'s __init__ is the one dataclasses wrote, every field an init argument
+    and none kept in slots: then setting the fields' values and running __post_init__ makes
+    the same record (a frozen record's __init__ sets each through object.__setattr__, which
+    costs more than the rest of reading it)."""
+    fields = dataclasses.fields(cls)
+    return (getattr(cls.__init__, "__code__", None) is not None
+            and cls.__init__.__code__.co_filename == "<string>"
+            and "__slots__" not in cls.__dict__
+            and all(f.init for f in fields)
+            and not any(isinstance(v, dataclasses.InitVar) for v in vars(cls).values()))
 
 
 @cache

@@ -8,6 +8,14 @@ official head, where the float16 rows written before took 8.2 KB. Rounding moves
 near gate 3's line by under 2e-4 (`tinyrouter dev scale` measures it on disguised copies,
 with the decisions it changes: none). Lines written in the float16 format are still read.
 
+Where the board has a feature basis (evaluator/basis.py), gate 3 compares heads only on it,
+so the log keeps just that: the contrasts projected on the basis, scaled to unit norm, as
+float16, "p16:" + base64 (1 KB for the official head and 256 directions, a line of about
+1.7 KB). Reading one costs well under reading the full contrasts, which keeps gate 3 nearly
+flat over a season of attempts, and float16 moves a cosine by about 1e-6. A projected
+fingerprint can be compared only on its own basis: a new basis comes with a new season, and
+the season's log is rotated with it (the Maintaining guide's *Seasons*).
+
 Gate 3 compares a new head with every earlier attempt: `cosines` reads them all at once,
 in blocks, without expanding them into full vectors.
 """
@@ -15,14 +23,20 @@ in blocks, without expanding them into full vectors.
 from __future__ import annotations
 
 import base64
+import binascii
 
 import numpy as np
 
 from evaluator.rules import Competition
 
 PREFIX, BITS = "q7:", 7
+PROJECTED = "p16:"
 LEVELS = 2 ** (BITS - 1) - 1  # codes 0 … 2·LEVELS stand for −LEVELS … LEVELS
 BLOCK = 256  # fingerprints decoded at a time: a few MB, whatever the season's size
+
+
+class OtherBasis(ValueError):
+    """A projected fingerprint on another feature basis than the board's, or on none."""
 
 
 def contrasts(n: int) -> np.ndarray:
@@ -47,6 +61,19 @@ def encode(view: np.ndarray, n_models: int) -> str:
     bits = np.unpackbits(codes.reshape(-1, 1), axis=1)[:, 8 - BITS:]
     raw = scale.astype("<f4").tobytes() + np.packbits(bits.reshape(-1)).tobytes()
     return PREFIX + base64.b64encode(raw).decode("ascii")
+
+
+def encode_projected(view: np.ndarray, n_models: int, directions: np.ndarray) -> str:
+    """A fingerprint as the attempts log keeps it on a board with a feature basis: its
+    contrasts projected on `directions` (k, hidden), unit norm, float16."""
+    rows = np.asarray(view, dtype=np.float64).reshape(n_models, -1)
+    if not np.allclose(rows.sum(axis=0), 0.0, atol=1e-6):
+        raise ValueError("a fingerprint's rows are centred; this vector's are not")
+    projected = contrasts(n_models) @ rows @ np.asarray(directions, dtype=np.float64).T
+    norm = float(np.linalg.norm(projected))
+    if not norm > 0:
+        raise ValueError("this fingerprint has nothing on the feature basis")
+    return PROJECTED + base64.b64encode((projected / norm).astype("<f2").tobytes()).decode("ascii")
 
 
 def _codes(packed: np.ndarray, count: int) -> np.ndarray:
@@ -147,32 +174,64 @@ def _row_dots(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
                     axis=1).astype(np.float64)
 
 
-def _parse(texts: list[str], rules: Competition) -> tuple[list[int], _Compact | None,
-                                                         dict[int, np.ndarray]]:
-    """(indices of the compact ones, their reader, the float16 ones decoded by index)."""
-    compact, raws, legacy = [], [], {}
-    for index, text in enumerate(texts):
-        if text.startswith(PREFIX):
-            compact.append(index)
-            raws.append(base64.b64decode(text[len(PREFIX):].encode("ascii"), validate=True))
-            continue
-        view = np.frombuffer(base64.b64decode(text.encode("ascii"), validate=True), "<f2")
-        if view.size != rules.n_models * rules.hidden_size or not np.isfinite(view).all():
-            raise ValueError("not a fingerprint of this head shape")
-        legacy[index] = view.astype(np.float64)
-    reader = _Compact(raws, rules.n_models, rules.hidden_size) if raws else None
-    return compact, reader, legacy
+def _base64(text: str) -> bytes:
+    """Strict base64 (ValueError on anything else, a character outside ASCII included)."""
+    return binascii.a2b_base64(text, strict_mode=True)
+
+
+class _Parsed:
+    """Recorded fingerprints sorted by format: the compact ones (indices and reader), the
+    projected ones (indices and raw bytes) and the float16 ones decoded by index."""
+
+    def __init__(self, texts: list[str], rules: Competition) -> None:
+        self.rules = rules
+        self.compact: list[int] = []
+        self.projected: list[int] = []
+        self.legacy: dict[int, np.ndarray] = {}
+        raws: list[bytes] = []
+        self.projected_raws: list[bytes] = []
+        skip = len(PROJECTED)
+        for index, text in enumerate(texts):  # a season of them: kept to a few steps each
+            if text.startswith(PROJECTED):
+                self.projected.append(index)
+                self.projected_raws.append(_base64(text[skip:]))
+            elif text.startswith(PREFIX):
+                self.compact.append(index)
+                raws.append(_base64(text[len(PREFIX):]))
+            else:
+                view = np.frombuffer(_base64(text), "<f2")
+                if view.size != rules.n_models * rules.hidden_size or not np.isfinite(view).all():
+                    raise ValueError("not a fingerprint of this head shape")
+                self.legacy[index] = view.astype(np.float64)
+        self.reader = _Compact(raws, rules.n_models, rules.hidden_size) if raws else None
+
+    def projections(self, directions: np.ndarray | None) -> np.ndarray:
+        """The projected ones as rows of float32 contrasts ((n−1)·k each); ValueError when
+        the board has no basis, or one is not of its shape, not finite or all zero."""
+        if directions is None:
+            raise OtherBasis("it is projected on a feature basis, and the board has none")
+        size = 2 * (self.rules.n_models - 1) * len(directions)
+        if any(len(raw) != size for raw in self.projected_raws):
+            raise OtherBasis("it is not projected on this board's feature basis")
+        values = np.frombuffer(b"".join(self.projected_raws), "<f2").astype(np.float32)
+        values = values.reshape(len(self.projected_raws), -1)
+        if not np.isfinite(values).all() or not (np.abs(values).max(axis=1) > 0).all():
+            raise ValueError("a projected fingerprint is not a vector of finite numbers")
+        return values
 
 
 def decode_all(texts: list[str], rules: Competition) -> np.ndarray:
     """Recorded fingerprints as rows of unit vectors (float32); ValueError naming no line when
-    one is not a fingerprint of these rules (`decode` one by one to find it)."""
-    compact, reader, legacy = _parse(texts, rules)
+    one is not a fingerprint of these rules (`decode` one by one to find it) or is projected
+    (which keeps only its projection on the feature basis)."""
+    parsed = _Parsed(texts, rules)
+    if parsed.projected:
+        raise ValueError("a projected fingerprint keeps only its projection on the feature basis")
     views = np.empty((len(texts), rules.n_models * rules.hidden_size), np.float32)
     basis = contrasts(rules.n_models).T.astype(np.float32)
-    for rows, values in reader.blocks() if reader else ():
-        views[compact[rows]] = np.matmul(basis, values).reshape(len(values), -1)
-    for index, view in legacy.items():
+    for rows, values in parsed.reader.blocks() if parsed.reader else ():
+        views[parsed.compact[rows]] = np.matmul(basis, values).reshape(len(values), -1)
+    for index, view in parsed.legacy.items():
         views[index] = view
     return views
 
@@ -186,11 +245,13 @@ def energy_on(text: str, rules: Competition, directions: np.ndarray) -> float:
     """A recorded fingerprint's squared norm once projected on `directions`, as `cosines`
     would work it out from the stored codes: kept with the attempt, so that gate 3 need not
     project a season of fingerprints again (the one costly step with a basis)."""
-    _, reader, legacy = _parse([text], rules)
-    if reader is None:
-        view = legacy[0].reshape(rules.n_models, -1)
+    parsed = _Parsed([text], rules)
+    if parsed.projected:
+        return float(np.sum(parsed.projections(directions).astype(np.float64) ** 2))
+    if parsed.reader is None:
+        view = parsed.legacy[0].reshape(rules.n_models, -1)
         return float(np.sum((contrasts(rules.n_models) @ view @ directions.T) ** 2))
-    return float(reader.projected(slice(0, 1), directions.T.astype(np.float32))[1][0])
+    return float(parsed.reader.projected(slice(0, 1), directions.T.astype(np.float32))[1][0])
 
 
 def cosines(mine: np.ndarray, texts: list[str], rules: Competition,
@@ -200,8 +261,14 @@ def cosines(mine: np.ndarray, texts: list[str], rules: Competition,
     computed on the contrasts block by block. With `directions` (the public items' feature
     basis, evaluator/basis.py) both sides are first projected on them; `energies`, where
     given, are the recorded ones' projected energies (`energy_on`), which spare projecting
-    them."""
-    compact, reader, legacy = _parse(texts, rules)
+    them, and None where recorded on another basis (without `energies`, every projected one
+    is taken to be on `directions`).
+
+    ValueError when one is not a fingerprint of these rules, or is projected on another basis
+    than `directions` (its energy None) or on none.
+    """
+    parsed = _Parsed(texts, rules)
+    compact, reader = parsed.compact, parsed.reader
     known = None if energies is None else np.array(
         [np.nan if energies[i] is None else energies[i] for i in compact], dtype=np.float64)
     found = np.empty(len(texts))
@@ -218,7 +285,14 @@ def cosines(mine: np.ndarray, texts: list[str], rules: Competition,
         rows = slice(start, start + BLOCK)
         found[compact[rows]] = reader.cosines(rows, target, seen,
                                               None if known is None else known[rows], back)
-    for index, view in legacy.items():
+    if parsed.projected:
+        if energies is not None and any(energies[i] is None for i in parsed.projected):
+            raise OtherBasis("it is projected on another feature basis than the board's")
+        values = parsed.projections(directions)
+        dots = values @ target.reshape(-1)
+        found[parsed.projected] = dots / np.sqrt(np.einsum("kc,kc->k", values, values,
+                                                           dtype=np.float64))
+    for index, view in parsed.legacy.items():
         theirs = basis @ view.reshape(rules.n_models, -1)
         if directions is not None:
             theirs = theirs @ directions.T

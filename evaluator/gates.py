@@ -281,9 +281,9 @@ def counts_as_original(attempt: Attempt) -> bool:
 
 
 def _earlier(mine: np.ndarray, login: str, ctx: GateContext) -> list[tuple[str, float]]:
-    """(what, cosine with `mine`) of every earlier original head (see `counts_as_original`) of
+    """(what, cosine with `mine`) of the earlier original heads (see `counts_as_original`) of
     other PRs than this one and other miners than `login` (resubmitting your own head is no
-    copy).
+    copy) that `mine` routes like: a cosine at gate 3's line or above.
 
     Raises ValueError naming an attempt whose fingerprint cannot be read: the gate then fails
     closed rather than skip a comparison.
@@ -291,26 +291,39 @@ def _earlier(mine: np.ndarray, login: str, ctx: GateContext) -> list[tuple[str, 
     found = [(number, attempt) for number, attempt in enumerate(ctx.attempts, start=1)
              if counts_as_original(attempt) and attempt.miner.lower() != login.lower()
              and (ctx.pr is None or attempt.pr != ctx.pr)]
-    whats = [f"the attempt of PR #{attempt.pr} ({attempt.miner}, {attempt.at})"
-             for _, attempt in found]
     basis = ctx.basis
     energies = None if basis is None else [
         a.seen.energy if a.seen is not None and a.seen.basis == basis.digest else None
         for _, a in found]
+    directions = None if basis is None else basis.directions
     try:
         cosines = fingerprints.cosines(mine, [a.fingerprint or "" for _, a in found], ctx.rules,
-                                       None if basis is None else basis.directions, energies)
+                                       directions, energies)
     except ValueError:
-        for (number, attempt), what in zip(found, whats, strict=True):  # name the first bad one
+        for (number, attempt), energy in zip(found, energies or [None] * len(found),
+                                             strict=True):  # name the first bad one
+            what = _what(attempt)
             try:
-                decode_fingerprint(attempt.fingerprint or "", ctx.rules)
+                fingerprints.cosines(mine, [attempt.fingerprint or ""], ctx.rules, directions,
+                                     None if energies is None else [energy])
+            except fingerprints.OtherBasis as exc:
+                raise ValueError(
+                    f"leaderboard/attempts.jsonl line {number} ({what}) cannot be compared "
+                    f"({exc}): a new feature basis starts a new season, whose log starts "
+                    "empty; a maintainer must rotate the log (Maintaining guide, Seasons) or "
+                    "restore the basis before any head can pass this gate") from exc
             except ValueError as exc:
                 raise ValueError(
                     f"leaderboard/attempts.jsonl line {number} ({what}) has no readable "
                     f"fingerprint ({exc}); a maintainer must restore the file from git before "
                     "any head can pass this gate") from exc
         raise
-    return list(zip(whats, cosines.tolist(), strict=True))
+    return [(_what(attempt), cosine) for (_, attempt), cosine
+            in zip(found, cosines.tolist(), strict=True) if cosine >= ctx.rules.duplicate_cosine]
+
+
+def _what(attempt: Attempt) -> str:
+    return f"the attempt of PR #{attempt.pr} ({attempt.miner}, {attempt.at})"
 
 
 def _merged(sub: Submission, ctx: GateContext) -> list[tuple[str, np.ndarray]]:
@@ -422,10 +435,13 @@ def attempt_of(sub: Submission, report: GateReport, ctx: GateContext,
     try:
         head, _ = sub.weights
         weights_sha = sha256_file(sub.folder / WEIGHTS_FILE)
-        view = encode_fingerprint(fingerprint(head, ctx.rules.n_models), ctx.rules.n_models)
-        if ctx.basis is not None:
-            energy = fingerprints.energy_on(view, ctx.rules, ctx.basis.directions)
-            seen = Seen(ctx.basis.digest, energy) if energy > 0 else None
+        mine = fingerprint(head, ctx.rules.n_models)
+        view = encode_fingerprint(mine, ctx.rules.n_models)
+        if ctx.basis is not None and np.linalg.norm(ctx.basis.project(mine, ctx.rules.n_models)):
+            # on a basis, the log keeps only the projection gate 3 compares (fingerprints.py)
+            view = fingerprints.encode_projected(mine, ctx.rules.n_models, ctx.basis.directions)
+            seen = Seen(ctx.basis.digest,
+                        fingerprints.energy_on(view, ctx.rules, ctx.basis.directions))
     except (SubmissionError, OSError):
         weights_sha = view = None  # unreadable weights: gate 2 failed, nothing to compare
     failed = report.failed

@@ -25,9 +25,12 @@ checks every file.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -184,6 +187,19 @@ def _objects_by_line(text: str) -> list[dict[str, Any]] | None:
     return rows
 
 
+@contextmanager
+def _collector_waits() -> Iterator[None]:
+    """Reading a season's log makes tens of thousands of small objects and no cycle; the
+    cyclic garbage collector, which would walk them again at every few hundred, runs after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 # ---------------------------------------------------------------- the store
 
 @dataclass(frozen=True)
@@ -255,9 +271,10 @@ class Store:
 
     def attempts(self) -> list[Attempt]:
         path = self.file(ATTEMPTS_FILE)
-        rows = read_json_lines(path)
-        if self.lenient:
-            return [Attempt.from_dict(row) for row in rows]
+        with _collector_waits():
+            rows = read_json_lines(path)
+            if self.lenient:
+                return [Attempt.from_dict(row) for row in rows]
         where = [f"{self.relative(path)} line {number}" for number in range(1, len(rows) + 1)]
         for line, row in zip(where, rows, strict=True):
             self._checked("attempt", row, Path(line))

@@ -160,9 +160,81 @@ def test_a_recorded_head_keeps_its_energy_on_the_basis_and_gate_3_needs_no_proje
     make_submission(repo, "alice", 1, head=lifted(original, features, cosine=0.9))
     failed = gates(repo).failed
     assert failed.number == 3 and "PR #6" in failed.reason
-    # a wrong energy on another basis's digest is ignored (projected anew), not trusted
+    # a projection recorded on another basis cannot be compared: the gate fails closed and
+    # says what a maintainer does (a new basis is a new season, whose log starts empty)
     line = json.loads((repo / "leaderboard" / "attempts.jsonl").read_text())
     line["seen"] = Seen("0" * 16, 1e6).to_dict()
     (repo / "leaderboard" / "attempts.jsonl").write_text(json.dumps(line) + "\n")
     failed = gates(repo).failed
     assert failed.number == 3 and "PR #6" in failed.reason
+    assert "another feature basis" in failed.reason and "rotate the log" in failed.reason
+
+
+def test_on_a_basis_the_log_keeps_the_projection_alone(board, make_submission):
+    """With a basis, an attempt's line keeps the fingerprint's projection on it (float16, under
+    1.8 KB a line), and gate 3 reads the same cosines from it as from the full weights."""
+    from evaluator.gates import attempt_of
+
+    repo, features = board
+    original = np.random.default_rng(5).normal(0, 0.1, OFFICIAL.head_shape)
+    make_submission(repo, "bob", 1, head=original)
+    ctx = context_for(repo, "bob", OFFICIAL, pr=6, head_sha="b" * 40)
+    sub = Submission(repo, "submissions/bob/1", OFFICIAL)
+    recorded = attempt_of(sub, run_gates(sub, ctx), ctx, 1)
+    assert recorded.fingerprint.startswith(fingerprints.PROJECTED)
+    assert len(json.dumps(recorded.to_dict())) < 1800
+    with pytest.raises(ValueError, match="keeps only its projection"):
+        fingerprints.decode(recorded.fingerprint, OFFICIAL)
+    rng = np.random.default_rng(11)
+    for cosine in (0.999, 0.991, 0.989, 0.95):
+        copy = fingerprint(lifted(original, features, cosine=cosine, seed=int(rng.integers(99))),
+                           N_MODELS)
+        exact = float(ctx.basis.project(copy, N_MODELS)
+                      @ ctx.basis.project(fingerprint(original, N_MODELS), N_MODELS))
+        kept = fingerprints.cosines(copy, [recorded.fingerprint], OFFICIAL,
+                                    ctx.basis.directions, [recorded.seen.energy])[0]
+        assert kept == pytest.approx(exact, abs=1e-5)
+
+
+def projected_line(values: np.ndarray) -> str:
+    return fingerprints.PROJECTED + __import__("base64").b64encode(
+        values.astype("<f2").tobytes()).decode()
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    (projected_line(np.ones(10)), "not projected on this board's feature basis"),
+    (projected_line(np.full(2 * 26, np.nan)), "not a vector of finite numbers"),
+    (projected_line(np.zeros(2 * 26)), "not a vector of finite numbers"),
+    (fingerprints.PROJECTED + "%%%", "Only base64"),
+])
+def test_a_broken_projected_fingerprint_is_refused(text, words):
+    directions = np.eye(26, OFFICIAL.hidden_size)
+    mine = fingerprint(np.random.default_rng(0).normal(0, 1, OFFICIAL.head_shape), N_MODELS)
+    with pytest.raises(ValueError, match=words):
+        fingerprints.cosines(mine, [text], OFFICIAL, directions)
+
+
+def test_a_projected_fingerprint_needs_the_board_to_have_a_basis():
+    directions = np.eye(26, OFFICIAL.hidden_size)
+    mine = fingerprint(np.random.default_rng(0).normal(0, 1, OFFICIAL.head_shape), N_MODELS)
+    text = fingerprints.encode_projected(mine, N_MODELS, directions)
+    assert fingerprints.cosines(mine, [text], OFFICIAL, directions)[0] == pytest.approx(1, abs=1e-5)
+    with pytest.raises(fingerprints.OtherBasis, match="the board has none"):
+        fingerprints.cosines(mine, [text], OFFICIAL)
+    with pytest.raises(fingerprints.OtherBasis, match="another feature basis"):
+        fingerprints.cosines(mine, [text], OFFICIAL, directions, [None])
+
+
+def test_the_log_refuses_a_projected_fingerprint_that_names_no_basis(repo):
+    from evaluator.errors import LeaderboardError
+    from evaluator.records import Attempt
+    from evaluator.store import Store
+
+    text = fingerprints.encode_projected(
+        fingerprint(np.random.default_rng(0).normal(0, 1, OFFICIAL.head_shape), N_MODELS),
+        N_MODELS, np.eye(26, OFFICIAL.hidden_size))
+    attempt = Attempt(miner="bob", generation=1, pr=6, head_sha="b" * 40,
+                      at="2026-11-20T12:00:00Z", gates_passed=True, fingerprint=text)
+    with pytest.raises(LeaderboardError, match="seen"):
+        Store(repo).record_attempt(attempt)
+    assert Store(repo).attempts() == []

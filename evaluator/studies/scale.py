@@ -31,7 +31,7 @@ from evaluator.benchmarks.sealing import build_manifest
 from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
 from evaluator.files import dumps, format_time
-from evaluator.fingerprints import energy_on
+from evaluator.fingerprints import cosines, encode_projected, energy_on
 from evaluator.records import KING, LOST, Attempt, Crowning, King, Result, Seen
 from evaluator.rules import Competition
 from evaluator.scoring import BenchmarkScore
@@ -90,7 +90,7 @@ def _crown(rules: Competition) -> dict:
 def build_board(root: Path, n: int, rules: Competition) -> Path:
     """A repository whose leaderboard holds a king and N miners' attempts and lost results;
     returns the result file `leaderboard apply` is timed on (the newcomer's loss)."""
-    from evaluator.gates import encode_fingerprint, fingerprint
+    from evaluator.gates import fingerprint
 
     fixture_repo(root, rules)  # the king's merged folder
     fixture_submission(root, NEWCOMER, 99, rules)  # the new head the gates run on
@@ -104,7 +104,8 @@ def build_board(root: Path, n: int, rules: Competition) -> Path:
     for i in range(n):
         miner, at, sha = f"miner-{i:05d}", START + timedelta(minutes=10 * i), _sha(rng)
         head = rng.normal(0, 0.1, rules.head_shape)
-        view = encode_fingerprint(fingerprint(head, rules.n_models), rules.n_models)
+        view = encode_projected(fingerprint(head, rules.n_models), rules.n_models,
+                                basis.directions)
         attempt = Attempt(miner=miner, generation=1, pr=100 + i, head_sha=sha,
                           at=format_time(at), weights_sha256=_sha(rng, 32), gates_passed=True,
                           fingerprint=view,
@@ -179,12 +180,19 @@ def duplicate_agreement(heads: int, rules: Competition) -> dict:
     copies moved to each of CUTS), against the head as stored in the float16 format of
     earlier logs and in the compact one: how many decisions agree, and the largest cosine
     shift from the full-precision one among copies within 0.01 of the gate's line (the shift
-    grows with the distance from 1, where it decides nothing)."""
+    grows with the distance from 1, where it decides nothing). Then the same on a season's
+    feature basis, as gate 3 compares there: the compact format against the projected one
+    that boards with a basis keep (`on_basis`)."""
     from evaluator.copies import DISGUISES, disguise, evading
     from evaluator.gates import decode_fingerprint, encode_fingerprint, fingerprint
 
     agree = total = 0
     shift = 0.0
+    with tempfile.TemporaryDirectory(prefix="tinyrouter-scale-") as tmp:
+        (Path(tmp) / "leaderboard").mkdir()
+        basis = _season(Store(Path(tmp)), rules, np.random.default_rng(7))
+    on_basis = {"copies": 0, "same_decision": 0, "compact_same_decision": 0,
+                "largest_shift_near_the_line": 0.0, "compact_largest_shift_near_the_line": 0.0}
     for seed in range(heads):
         rng = np.random.default_rng(1000 + seed)
         head = rng.normal(0, 0.1, rules.head_shape)
@@ -202,7 +210,33 @@ def duplicate_agreement(heads: int, rules: Competition) -> dict:
             full = float(mine @ original)
             if abs(full - rules.duplicate_cosine) <= 0.01:
                 shift = max(shift, abs(after - full))
-    return {"copies": total, "same_decision": agree, "largest_shift_near_the_line": shift}
+        _agree_on_basis(on_basis, original, copies, basis, rules)
+    return {"copies": total, "same_decision": agree, "largest_shift_near_the_line": shift,
+            "on_basis": on_basis}
+
+
+def _agree_on_basis(tally: dict, original: np.ndarray, copies: list[np.ndarray],
+                    basis: FeatureBasis, rules: Competition) -> None:
+    """Adds to `tally` gate 3's decisions on the basis for `copies` of the head whose
+    fingerprint is `original`, as stored projected and as stored compactly (the format of
+    earlier logs), each against the full-precision projection."""
+    from evaluator.gates import encode_fingerprint, fingerprint
+
+    n, directions = rules.n_models, basis.directions
+    stored = [encode_fingerprint(original, n), encode_projected(original, n, directions)]
+    energies = [energy_on(text, rules, directions) for text in stored]
+    exact = basis.project(original, n)
+    for copy in copies:
+        mine = fingerprint(copy, n)
+        full = float(basis.project(mine, n) @ exact)
+        compact, projected = cosines(mine, stored, rules, directions, energies)
+        line = rules.duplicate_cosine
+        tally["copies"] += 1
+        for prefix, cosine in (("", projected), ("compact_", compact)):
+            tally[f"{prefix}same_decision"] += int((cosine >= line) == (full >= line))
+            if abs(full - line) <= 0.01:
+                key = f"{prefix}largest_shift_near_the_line"
+                tally[key] = max(tally[key], abs(float(cosine) - full))
 
 
 def _sizes(text: str) -> list[int]:
@@ -255,6 +289,12 @@ def print_report(report: dict) -> None:
     print(f"gate 3 on {dup['copies']} disguised copies: {dup['same_decision']} decisions as from "
           f"the float16 fingerprints; near the line, cosines within "
           f"{dup['largest_shift_near_the_line']:.1e} of the full-precision ones")
+    on = dup["on_basis"]
+    print(f"on a season's feature basis, as gate 3 compares there, of {on['copies']} "
+          f"decisions: as from the full-precision fingerprint {on['same_decision']} from the "
+          f"projected one the log keeps (within {on['largest_shift_near_the_line']:.1e} near "
+          f"the line), {on['compact_same_decision']} from the compact one (within "
+          f"{on['compact_largest_shift_near_the_line']:.1e})")
 
 
 def run(args: argparse.Namespace) -> int:

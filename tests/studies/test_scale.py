@@ -16,6 +16,7 @@ def test_a_synthetic_board_is_a_valid_leaderboard(tmp_path):
     assert validate_state(tmp_path, OFFICIAL).results == 6  # the king's and five losses
     store = Store(tmp_path)
     assert len(store.attempts()) == 5 and store.king().miner == "alice"
+    assert all(a.fingerprint.startswith("p16:") and a.seen for a in store.attempts())
     check_result(json.loads(result.read_text()), OFFICIAL)
 
 
@@ -32,6 +33,9 @@ def test_every_command_is_timed_on_every_board(tmp_path, capsys):
         assert set(row["median_s"]) == {"1", "3"} and row["growth"] > 0
     assert report["attempts_bytes_per_line"]["3"] > 0
     assert report["duplicates"]["same_decision"] == report["duplicates"]["copies"] > 0
+    on_basis = report["duplicates"]["on_basis"]
+    assert on_basis["same_decision"] == on_basis["copies"] > 0  # the projected log decides alike
+    assert on_basis["largest_shift_near_the_line"] < 1e-4
     assert "×3/1" in capsys.readouterr().out
 
 
