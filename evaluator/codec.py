@@ -19,6 +19,7 @@ may name top-level keys its reader skips in `JSON_IGNORED` (a format version, a 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import types
 import typing
@@ -259,12 +260,14 @@ def _plain_init(cls: type) -> bool:
     and none kept in slots: then setting the fields' values and running __post_init__ makes
     the same record (a frozen record's __init__ sets each through object.__setattr__, which
     costs more than the rest of reading it)."""
-    fields = dataclasses.fields(cls)
-    return (getattr(cls.__init__, "__code__", None) is not None
-            and cls.__init__.__code__.co_filename == "<string>"
-            and "__slots__" not in cls.__dict__
-            and all(f.init for f in fields)
-            and not any(isinstance(v, dataclasses.InitVar) for v in vars(cls).values()))
+    init = getattr(cls.__init__, "__code__", None)
+    names = [f.name for f in dataclasses.fields(cls)]
+    return (init is not None and init.co_filename == "<string>"
+            and list(inspect.signature(cls.__init__).parameters)[1:] == names  # no InitVar
+            and all(f.init for f in dataclasses.fields(cls))
+            and not any("__slots__" in vars(c) for c in cls.__mro__)
+            and cls.__new__ is object.__new__
+            and (cls.__dataclass_params__.frozen or cls.__setattr__ is object.__setattr__))
 
 
 @cache

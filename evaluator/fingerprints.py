@@ -212,7 +212,7 @@ class _Parsed:
             raise OtherBasis("it is projected on a feature basis, and the board has none")
         size = 2 * (self.rules.n_models - 1) * len(directions)
         if any(len(raw) != size for raw in self.projected_raws):
-            raise OtherBasis("it is not projected on this board's feature basis")
+            raise ValueError(f"a projected fingerprint of {size} bytes was expected")
         values = np.frombuffer(b"".join(self.projected_raws), "<f2").astype(np.float32)
         values = values.reshape(len(self.projected_raws), -1)
         if not np.isfinite(values).all() or not (np.abs(values).max(axis=1) > 0).all():

@@ -299,27 +299,40 @@ def _earlier(mine: np.ndarray, login: str, ctx: GateContext) -> list[tuple[str, 
     try:
         cosines = fingerprints.cosines(mine, [a.fingerprint or "" for _, a in found], ctx.rules,
                                        directions, energies)
-    except ValueError:
+    except ValueError as exc:
         for (number, attempt), energy in zip(found, energies or [None] * len(found),
                                              strict=True):  # name the first bad one
-            what = _what(attempt)
-            try:
-                fingerprints.cosines(mine, [attempt.fingerprint or ""], ctx.rules, directions,
-                                     None if energies is None else [energy])
-            except fingerprints.OtherBasis as exc:
-                raise ValueError(
-                    f"leaderboard/attempts.jsonl line {number} ({what}) cannot be compared "
-                    f"({exc}): a new feature basis starts a new season, whose log starts "
-                    "empty; a maintainer must rotate the log (Maintaining guide, Seasons) or "
-                    "restore the basis before any head can pass this gate") from exc
-            except ValueError as exc:
-                raise ValueError(
-                    f"leaderboard/attempts.jsonl line {number} ({what}) has no readable "
-                    f"fingerprint ({exc}); a maintainer must restore the file from git before "
-                    "any head can pass this gate") from exc
+            problem = _unreadable(mine, attempt, energy, ctx)
+            if problem is not None:
+                raise ValueError(f"leaderboard/attempts.jsonl line {number} ({_what(attempt)}) "
+                                 f"{problem} before any head can pass this gate") from exc
         raise
     return [(_what(attempt), cosine) for (_, attempt), cosine
             in zip(found, cosines.tolist(), strict=True) if cosine >= ctx.rules.duplicate_cosine]
+
+
+def _unreadable(mine: np.ndarray, attempt: Attempt, energy: float | None,
+                ctx: GateContext) -> str | None:
+    """Why gate 3 cannot compare `mine` with this attempt, and what a maintainer does, or None.
+    Only a projection that names another basis than the board's (or a board with none) calls
+    for rotating the log; anything else unreadable is a damaged line, restored from git."""
+    text, seen, basis = attempt.fingerprint or "", attempt.seen, ctx.basis
+    if text.startswith(fingerprints.PROJECTED) and seen is not None and (
+            basis is None or seen.basis != basis.digest):
+        where = "no feature basis" if basis is None else f"the basis {basis.digest}"
+        return (f"was projected on the feature basis {seen.basis}, and the board has {where}: "
+                "a new basis starts a new season, whose log starts empty; a maintainer must "
+                "rotate the log (Maintaining guide, Seasons) or restore the season's basis")
+    try:
+        if text.startswith(fingerprints.PROJECTED) and seen is None:
+            raise ValueError("a projected fingerprint that names no feature basis")
+        fingerprints.cosines(mine, [text], ctx.rules,
+                             None if basis is None else basis.directions,
+                             None if basis is None else [energy])
+    except ValueError as exc:
+        return (f"has no readable fingerprint ({exc}); a maintainer must restore the file "
+                "from git")
+    return None
 
 
 def _what(attempt: Attempt) -> str:
@@ -437,11 +450,15 @@ def attempt_of(sub: Submission, report: GateReport, ctx: GateContext,
         weights_sha = sha256_file(sub.folder / WEIGHTS_FILE)
         mine = fingerprint(head, ctx.rules.n_models)
         view = encode_fingerprint(mine, ctx.rules.n_models)
-        if ctx.basis is not None and np.linalg.norm(ctx.basis.project(mine, ctx.rules.n_models)):
-            # on a basis, the log keeps only the projection gate 3 compares (fingerprints.py)
-            view = fingerprints.encode_projected(mine, ctx.rules.n_models, ctx.basis.directions)
-            seen = Seen(ctx.basis.digest,
-                        fingerprints.energy_on(view, ctx.rules, ctx.basis.directions))
+        if ctx.basis is not None:  # the log keeps only the projection gate 3 compares there
+            try:
+                projected = fingerprints.encode_projected(mine, ctx.rules.n_models,
+                                                          ctx.basis.directions)
+                seen = Seen(ctx.basis.digest,
+                            fingerprints.energy_on(projected, ctx.rules, ctx.basis.directions))
+                view = projected
+            except ValueError:  # nothing on the basis: kept whole, compared as before
+                seen = None
     except (SubmissionError, OSError):
         weights_sha = view = None  # unreadable weights: gate 2 failed, nothing to compare
     failed = report.failed

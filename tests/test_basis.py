@@ -167,7 +167,20 @@ def test_a_recorded_head_keeps_its_energy_on_the_basis_and_gate_3_needs_no_proje
     (repo / "leaderboard" / "attempts.jsonl").write_text(json.dumps(line) + "\n")
     failed = gates(repo).failed
     assert failed.number == 3 and "PR #6" in failed.reason
-    assert "another feature basis" in failed.reason and "rotate the log" in failed.reason
+    assert "projected on the feature basis 0000000000000000" in failed.reason
+    assert "rotate the log" in failed.reason
+    # a damaged projection on the board's own basis, or one that names no basis, is a damaged
+    # line: restored from git, not a reason to rotate the season away
+    good = json.loads(json.dumps(line))
+    good["seen"] = recorded.seen.to_dict()
+    for broken, words in ((dict(good, fingerprint=good["fingerprint"][:-8]), "bytes was expected"),
+                          ({k: v for k, v in good.items() if k != "seen"},
+                           "names no feature basis")):
+        (repo / "leaderboard" / "attempts.jsonl").write_text(json.dumps(broken) + "\n")
+        failed = gates(repo).failed
+        assert failed.number == 3 and words in failed.reason, failed.reason
+        assert "restore the file from git" in failed.reason
+        assert "rotate" not in failed.reason
 
 
 def test_on_a_basis_the_log_keeps_the_projection_alone(board, make_submission):
@@ -202,7 +215,7 @@ def projected_line(values: np.ndarray) -> str:
 
 
 @pytest.mark.parametrize(("text", "words"), [
-    (projected_line(np.ones(10)), "not projected on this board's feature basis"),
+    (projected_line(np.ones(10)), "of 104 bytes was expected"),
     (projected_line(np.full(2 * 26, np.nan)), "not a vector of finite numbers"),
     (projected_line(np.zeros(2 * 26)), "not a vector of finite numbers"),
     (fingerprints.PROJECTED + "%%%", "Only base64"),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 
@@ -208,3 +209,50 @@ def test_the_identity_is_defined_once():
 def test_an_outcome_is_its_text_on_disk():
     assert json.dumps(Outcome.KING) == '"king"' and f"{Outcome.STALE}" == "stale"
     assert Result.from_dict(_result()).outcome is Outcome.KING
+
+
+@dataclasses.dataclass(frozen=True)
+class Doubled:
+    """A record whose __init__ takes more than its fields (an InitVar): built the normal way."""
+
+    x: int
+    factor: dataclasses.InitVar[int] = 2
+
+    def __post_init__(self, factor: int) -> None:
+        object.__setattr__(self, "x", self.x * factor)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Slotted:
+    x: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SlottedChild(Slotted):
+    y: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Checked:
+    x: int
+
+    def __post_init__(self) -> None:
+        if self.x < 0:
+            raise ValueError("x must not be negative")
+
+
+@pytest.mark.parametrize(("cls", "data", "expected"), [
+    (Doubled, {"x": 3}, Doubled(3)),
+    (SlottedChild, {"x": 1, "y": 2}, SlottedChild(1, 2)),
+    (Checked, {"x": 4}, Checked(4)),
+])
+def test_a_record_read_fast_is_the_one_its_constructor_makes(cls, data, expected):
+    read = decode(cls, data)
+    assert read == expected
+    assert getattr(read, "__dict__", None) == getattr(expected, "__dict__", None)
+    assert Doubled(3).x == 6  # what the fast path would miss: __init__'s own argument
+
+
+def test_a_record_that_refuses_its_values_is_refused_when_read():
+    with pytest.raises(LeaderboardError, match="must not be negative"):
+        decode(Checked, {"x": -1})
