@@ -202,8 +202,17 @@ def self_test(run: Callable[..., sandbox.RunResult] = sandbox.run_program,
     """Prove the sandbox here with hostile probes; a self-test that does not finish within
     `timeout` seconds is a failure. `run(source, stdin, limits, isolation)` runs a program."""
     found: list[Isolation] = []
-    worker = threading.Thread(target=lambda: found.append(_self_test(run)), daemon=True,
-                              name="isolation self-test")
+
+    def work() -> None:
+        try:
+            found.append(_self_test(run))
+        except Exception as exc:  # a probe that broke: the self-test failed, and says how
+            failure = f"the sandbox self-test broke: {type(exc).__name__}: {exc}"
+            found.append(Isolation(sandbox.RLIMITS, _caps(), failure=failure,
+                                   fix="make the sandbox start as `tinyrouter runner check` "
+                                       "shows"))
+
+    worker = threading.Thread(target=work, daemon=True, name="isolation self-test")
     worker.start()
     worker.join(timeout)
     if found:

@@ -138,6 +138,16 @@ def test_a_self_test_probe_that_hangs_is_not_in_force():
     assert found.reason == "the sandbox self-test did not finish in 0 s (a probe hangs)"
 
 
+@needs_bubblewrap  # without it the probes never run
+def test_a_self_test_probe_that_breaks_is_not_in_force_and_says_so():
+    def broken(*args):
+        raise RuntimeError("the probe's runner is missing")
+
+    found = isolation.self_test(run=broken, timeout=30)
+    assert not found.in_force
+    assert "RuntimeError: the probe's runner is missing" in found.reason
+
+
 @needs_bubblewrap
 def test_a_cgroup_that_cannot_be_created_is_not_in_force(monkeypatch, tmp_path):
     monkeypatch.setattr(sandbox.cgroups, "cgroup_base", lambda: tmp_path / "no-such-cgroup")
