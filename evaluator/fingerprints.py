@@ -48,12 +48,17 @@ def contrasts(n: int) -> np.ndarray:
     return basis
 
 
-def encode(view: np.ndarray, n_models: int) -> str:
-    """A fingerprint as the attempts log keeps it."""
+def _contrasts_of(view: np.ndarray, n_models: int) -> np.ndarray:
+    """A fingerprint's n−1 rows of contrasts; ValueError when its rows are not centred."""
     rows = np.asarray(view, dtype=np.float64).reshape(n_models, -1)
     if not np.allclose(rows.sum(axis=0), 0.0, atol=1e-6):
         raise ValueError("a fingerprint's rows are centred; this vector's are not")
-    coefficients = contrasts(n_models) @ rows
+    return contrasts(n_models) @ rows
+
+
+def encode(view: np.ndarray, n_models: int) -> str:
+    """A fingerprint as the attempts log keeps it."""
+    coefficients = _contrasts_of(view, n_models)
     peak = np.abs(coefficients).max(axis=1, keepdims=True)
     scale = np.where(peak > 0, peak / LEVELS, 1.0)
     codes = (np.rint(coefficients / scale) + LEVELS).astype(np.uint8).reshape(-1)
@@ -66,10 +71,7 @@ def encode(view: np.ndarray, n_models: int) -> str:
 def encode_projected(view: np.ndarray, n_models: int, directions: np.ndarray) -> str:
     """A fingerprint as the attempts log keeps it on a board with a feature basis: its
     contrasts projected on `directions` (k, hidden), unit norm, float16."""
-    rows = np.asarray(view, dtype=np.float64).reshape(n_models, -1)
-    if not np.allclose(rows.sum(axis=0), 0.0, atol=1e-6):
-        raise ValueError("a fingerprint's rows are centred; this vector's are not")
-    projected = contrasts(n_models) @ rows @ np.asarray(directions, dtype=np.float64).T
+    projected = _contrasts_of(view, n_models) @ np.asarray(directions, dtype=np.float64).T
     norm = float(np.linalg.norm(projected))
     if not norm > 0:
         raise ValueError("this fingerprint has nothing on the feature basis")
@@ -190,11 +192,10 @@ class _Parsed:
         self.legacy: dict[int, np.ndarray] = {}
         raws: list[bytes] = []
         self.projected_raws: list[bytes] = []
-        skip = len(PROJECTED)
         for index, text in enumerate(texts):  # a season of them: kept to a few steps each
             if text.startswith(PROJECTED):
                 self.projected.append(index)
-                self.projected_raws.append(_base64(text[skip:]))
+                self.projected_raws.append(_base64(text[len(PROJECTED):]))
             elif text.startswith(PREFIX):
                 self.compact.append(index)
                 raws.append(_base64(text[len(PREFIX):]))

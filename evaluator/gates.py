@@ -448,8 +448,7 @@ def attempt_of(sub: Submission, report: GateReport, ctx: GateContext,
     try:
         head, _ = sub.weights
         weights_sha = sha256_file(sub.folder / WEIGHTS_FILE)
-        mine = fingerprint(head, ctx.rules.n_models)
-        view = encode_fingerprint(mine, ctx.rules.n_models)
+        mine, view = fingerprint(head, ctx.rules.n_models), None
         if ctx.basis is not None:  # the log keeps only the projection gate 3 compares there
             try:
                 projected = fingerprints.encode_projected(mine, ctx.rules.n_models,
@@ -459,6 +458,8 @@ def attempt_of(sub: Submission, report: GateReport, ctx: GateContext,
                 view = projected
             except ValueError:  # nothing on the basis: kept whole, compared as before
                 seen = None
+        if view is None:
+            view = encode_fingerprint(mine, ctx.rules.n_models)
     except (SubmissionError, OSError):
         weights_sha = view = None  # unreadable weights: gate 2 failed, nothing to compare
     failed = report.failed

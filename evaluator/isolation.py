@@ -197,6 +197,9 @@ def _read(path: str) -> str:
 # ---------------------------------------------------------------- the self-test
 
 
+RUNNER_CHECK_FIX = "make the sandbox start as `tinyrouter runner check` shows"
+
+
 def self_test(run: Callable[..., sandbox.RunResult] = sandbox.run_program,
               timeout: float = SELF_TEST_SECONDS) -> Isolation:
     """Prove the sandbox here with hostile probes; a self-test that does not finish within
@@ -209,8 +212,7 @@ def self_test(run: Callable[..., sandbox.RunResult] = sandbox.run_program,
         except Exception as exc:  # a probe that broke: the self-test failed, and says how
             failure = f"the sandbox self-test broke: {type(exc).__name__}: {exc}"
             found.append(Isolation(sandbox.RLIMITS, _caps(), failure=failure,
-                                   fix="make the sandbox start as `tinyrouter runner check` "
-                                       "shows"))
+                                   fix=RUNNER_CHECK_FIX))
 
     worker = threading.Thread(target=work, daemon=True, name="isolation self-test")
     worker.start()
@@ -238,7 +240,7 @@ def _self_test(run: Callable[..., sandbox.RunResult]) -> Isolation:
     except (OSError, subprocess.SubprocessError, IsolationError, ValueError) as exc:
         failure = f"the sandbox self-test could not run: {exc}"
         return Isolation(sandbox.RLIMITS, _caps(), failure=failure,
-                         fix="make the sandbox start as `tinyrouter runner check` shows")
+                         fix=RUNNER_CHECK_FIX)
     held = all(check.held for check in checks)
     fix = "" if held else ("run the evaluation on x86_64 or aarch64 Linux with bubblewrap "
                            "0.8 or newer, as the maintaining guide's runner section says")

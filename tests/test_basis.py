@@ -124,21 +124,27 @@ def test_the_basis_keeps_what_the_features_use():
         directions_of(features[:, :64], OFFICIAL)
 
 
+def bobs_attempt(repo, make_submission):
+    """(bob's head, the gates' context for it, the attempt they record) on the board."""
+    from evaluator.gates import attempt_of
+
+    original = np.random.default_rng(5).normal(0, 0.1, OFFICIAL.head_shape)
+    make_submission(repo, "bob", 1, head=original)
+    ctx = context_for(repo, "bob", OFFICIAL, pr=6, head_sha="b" * 40)
+    sub = Submission(repo, "submissions/bob/1", OFFICIAL)
+    return original, ctx, attempt_of(sub, run_gates(sub, ctx), ctx, 1)
+
+
 def test_a_recorded_head_keeps_its_energy_on_the_basis_and_gate_3_needs_no_projection(
         board, make_submission):
     """The gates record each head's energy on the committed basis with its fingerprint; gate 3
     then divides by it instead of projecting a season of fingerprints, and reaches the same
     cosines as projecting them (an energy on another basis is not used)."""
-    from evaluator.gates import attempt_of
     from evaluator.records import Seen
     from evaluator.store import Store
 
     repo, features = board
-    original = np.random.default_rng(5).normal(0, 0.1, OFFICIAL.head_shape)
-    make_submission(repo, "bob", 1, head=original)
-    ctx = context_for(repo, "bob", OFFICIAL, pr=6, head_sha="b" * 40)
-    sub = Submission(repo, "submissions/bob/1", OFFICIAL)
-    recorded = attempt_of(sub, run_gates(sub, ctx), ctx, 1)
+    original, ctx, recorded = bobs_attempt(repo, make_submission)
     assert recorded.seen is not None and recorded.seen.basis == ctx.basis.digest
     assert recorded.seen.energy == pytest.approx(
         fingerprints.energy_on(recorded.fingerprint, OFFICIAL, ctx.basis.directions))
@@ -186,14 +192,8 @@ def test_a_recorded_head_keeps_its_energy_on_the_basis_and_gate_3_needs_no_proje
 def test_on_a_basis_the_log_keeps_the_projection_alone(board, make_submission):
     """With a basis, an attempt's line keeps the fingerprint's projection on it (float16, under
     1.8 KB a line), and gate 3 reads the same cosines from it as from the full weights."""
-    from evaluator.gates import attempt_of
-
     repo, features = board
-    original = np.random.default_rng(5).normal(0, 0.1, OFFICIAL.head_shape)
-    make_submission(repo, "bob", 1, head=original)
-    ctx = context_for(repo, "bob", OFFICIAL, pr=6, head_sha="b" * 40)
-    sub = Submission(repo, "submissions/bob/1", OFFICIAL)
-    recorded = attempt_of(sub, run_gates(sub, ctx), ctx, 1)
+    original, ctx, recorded = bobs_attempt(repo, make_submission)
     assert recorded.fingerprint.startswith(fingerprints.PROJECTED)
     assert len(json.dumps(recorded.to_dict())) < 1800
     with pytest.raises(ValueError, match="keeps only its projection"):
