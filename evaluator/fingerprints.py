@@ -255,6 +255,35 @@ def energy_on(text: str, rules: Competition, directions: np.ndarray) -> float:
     return float(parsed.reader.projected(slice(0, 1), directions.T.astype(np.float32))[1][0])
 
 
+def target_of(mine: np.ndarray, rules: Competition,
+              directions: np.ndarray | None = None) -> np.ndarray:
+    """The fingerprint `mine` as gate 3 compares it: its contrasts (n−1, hidden), or with
+    `directions` their projection there at unit norm (n−1, k); float32."""
+    target = contrasts(rules.n_models) @ np.asarray(mine, dtype=np.float64).reshape(
+        rules.n_models, -1)
+    if directions is not None:
+        target = target @ directions.T
+        target /= max(float(np.linalg.norm(target)), 1e-300)
+    return target.astype(np.float32)
+
+
+def projected_cosines(values: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The cosines of projected fingerprints (rows of float32 contrasts on the basis, none all
+    zero) with `target` (see `target_of`)."""
+    dots = values @ target.reshape(-1)
+    return dots / np.sqrt(np.einsum("kc,kc->k", values, values, dtype=np.float64))
+
+
+def projection_of(text: str, rules: Competition, directions: np.ndarray) -> np.ndarray:
+    """A `p16:` fingerprint's float16 values; ValueError when it is not one, or not one of
+    this head shape and basis (wrong length, not finite, all zero)."""
+    if not text.startswith(PROJECTED):
+        raise ValueError("not a projected fingerprint")
+    parsed = _Parsed([text], rules)
+    parsed.projections(directions)  # the checks gate 3 makes
+    return np.frombuffer(parsed.projected_raws[0], "<f2")
+
+
 def cosines(mine: np.ndarray, texts: list[str], rules: Competition,
             directions: np.ndarray | None = None,
             energies: list[float | None] | None = None) -> np.ndarray:
@@ -273,13 +302,8 @@ def cosines(mine: np.ndarray, texts: list[str], rules: Competition,
     known = None if energies is None else np.array(
         [np.nan if energies[i] is None else energies[i] for i in compact], dtype=np.float64)
     found = np.empty(len(texts))
-    mine = np.asarray(mine, dtype=np.float64)
     basis = contrasts(rules.n_models)
-    target = basis @ mine.reshape(rules.n_models, -1)
-    if directions is not None:
-        target = target @ directions.T
-        target /= max(float(np.linalg.norm(target)), 1e-300)
-    target = target.astype(np.float32)
+    target = target_of(mine, rules, directions)
     seen = None if directions is None else directions.T.astype(np.float32)
     back = None if seen is None else target @ seen.T
     for start in range(0, len(compact), BLOCK) if reader else ():
@@ -289,10 +313,7 @@ def cosines(mine: np.ndarray, texts: list[str], rules: Competition,
     if parsed.projected:
         if energies is not None and any(energies[i] is None for i in parsed.projected):
             raise OtherBasis("it is projected on another feature basis than the board's")
-        values = parsed.projections(directions)
-        dots = values @ target.reshape(-1)
-        found[parsed.projected] = dots / np.sqrt(np.einsum("kc,kc->k", values, values,
-                                                           dtype=np.float64))
+        found[parsed.projected] = projected_cosines(parsed.projections(directions), target)
     for index, view in parsed.legacy.items():
         theirs = basis @ view.reshape(rules.n_models, -1)
         if directions is not None:

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from evaluator import fingerprints
+from evaluator import attempts_index, fingerprints
+from evaluator.attempts_index import AttemptsIndex
 from evaluator.basis import BASIS_FILE, BasisError, FeatureBasis, read_basis
 from evaluator.changes import Change, raw_bytes
 from evaluator.errors import SubmissionError
@@ -53,6 +54,9 @@ class GateContext:
     # why the committed one cannot be used (the gate then fails closed)
     basis: FeatureBasis | None = None
     basis_error: str | None = None
+    # the season's attempts index when it matches the log (evaluator/attempts_index.py):
+    # `attempts` then holds only the author's and this PR's lines, and gate 3 reads the index
+    index: AttemptsIndex | None = None
 
 
 GateCheck = Callable[[Submission, GateContext], "str | None"]
@@ -272,24 +276,23 @@ def decode_fingerprint(text: str, rules: Competition) -> np.ndarray:
     return fingerprints.decode(text, rules)
 
 
-def counts_as_original(attempt: Attempt) -> bool:
-    """Whether a copy of this attempt's head is refused: every head that passed gate 3 (its
-    later gates do not matter: a head stopped at gate 4 is still its author's). A head stopped
-    at gate 2 has nothing sane to copy, and one stopped at gate 3 is itself a copy, whose
-    original is compared instead (so a copy never locks the original's author out)."""
-    return attempt.gates_passed or (attempt.failed_gate or 0) > 3
-
-
 def _earlier(mine: np.ndarray, login: str, ctx: GateContext) -> list[tuple[str, float]]:
-    """(what, cosine with `mine`) of the earlier original heads (see `counts_as_original`) of
+    """(what, cosine with `mine`) of the earlier original heads (see `Attempt.is_original`) of
     other PRs than this one and other miners than `login` (resubmitting your own head is no
     copy) that `mine` routes like: a cosine at gate 3's line or above.
 
     Raises ValueError naming an attempt whose fingerprint cannot be read: the gate then fails
     closed rather than skip a comparison.
     """
+    if ctx.index is not None and ctx.basis is not None:
+        rows, values = ctx.index.originals(login, ctx.pr)
+        found = fingerprints.projected_cosines(
+            values, fingerprints.target_of(mine, ctx.rules, ctx.basis.directions))
+        return [(_what(ctx.index.attempt(row)), cosine) for row, cosine
+                in zip(rows.tolist(), found.tolist(), strict=True)
+                if cosine >= ctx.rules.duplicate_cosine]
     found = [(number, attempt) for number, attempt in enumerate(ctx.attempts, start=1)
-             if counts_as_original(attempt) and attempt.miner.lower() != login.lower()
+             if attempt.is_original and attempt.miner.lower() != login.lower()
              and (ctx.pr is None or attempt.pr != ctx.pr)]
     basis = ctx.basis
     energies = None if basis is None else [
@@ -428,9 +431,12 @@ def context_for(repo: str | Path, author: str, rules: Competition, now: datetime
                 changes: list[Change] | None = None, pr: int | None = None,
                 head_sha: str | None = None) -> GateContext:
     store = Store(Path(repo), lenient=True)  # lines were checked as they were written
+    basis = _basis(store, rules)
+    index = attempts_index.read(store.root, rules, basis.get("basis"))
     return GateContext(author=author, now=now or utc_now(), rules=rules, changes=changes, pr=pr,
-                       head_sha=head_sha, attempts=store.attempts(),
-                       refunded=store.refunded_heads(author), **_basis(store, rules))
+                       head_sha=head_sha,
+                       attempts=store.attempts() if index is None else index.of(author, pr),
+                       refunded=store.refunded_heads(author), index=index, **basis)
 
 
 def _basis(store: Store, rules: Competition) -> dict[str, Any]:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evaluator import attempts_index
+from evaluator.basis import BASIS_FILE, BasisError, read_basis
 from evaluator.errors import LeaderboardError
 from evaluator.files import parse_time
 from evaluator.lifecycle import UNFINISHED, one_line
@@ -306,6 +308,7 @@ def validate_state(repo: Path, rules: Competition) -> Checked:
             validate(kind, data, f"{LEADERBOARD_DIR}/{name}")
             checked += 1
     store.attempts()
+    _check_attempts_index(store, rules)
     store.queue_events()
     checked += store.file(ATTEMPTS_FILE).exists() + store.file(QUEUE_FILE).exists()
     for path in store.result_files():
@@ -318,6 +321,19 @@ def validate_state(repo: Path, rules: Competition) -> Checked:
         results += 1
     _check_king_history(store)
     return Checked(checked, results)
+
+
+def _check_attempts_index(store: Store, rules: Competition) -> None:
+    """The gates' index of the attempts log, where they would use it, describes the log row
+    for row (see evaluator/attempts_index.py)."""
+    try:
+        basis = read_basis(store.file(BASIS_FILE), store.manifest(), rules)
+    except BasisError:
+        return  # gate 3 fails closed on such a board and reads no index
+    problem = attempts_index.mismatch(store.root, rules, basis)
+    if problem is not None:
+        raise LeaderboardError(f"{LEADERBOARD_DIR}/{problem}; delete it (the next recorded "
+                               "attempt writes it again from the log)")
 
 
 def check_king_folder(repo: Path) -> None:

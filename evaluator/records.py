@@ -155,6 +155,15 @@ class Attempt(HeadRef):
     def time(self) -> datetime:
         return parse_time(self.at)
 
+    @property
+    def is_original(self) -> bool:
+        """Whether gate 3 refuses a copy of this attempt's head: every head that passed gate 3
+        (its later gates do not matter: a head stopped at gate 4 is still its author's). A
+        head stopped at gate 2 has nothing sane to copy, and one stopped at gate 3 is itself
+        a copy, whose original is compared instead (so a copy never locks the original's
+        author out)."""
+        return self.gates_passed or (self.failed_gate or 0) > 3
+
 
 # ---------------------------------------------------------------- results
 

@@ -251,3 +251,150 @@ def test_the_log_refuses_a_projected_fingerprint_that_names_no_basis(repo):
     with pytest.raises(LeaderboardError, match="seen"):
         Store(repo).record_attempt(attempt)
     assert Store(repo).attempts() == []
+
+
+# ---------------------------------------------------------------- the attempts index
+
+def record(repo, login, pr, now, head=None):
+    """The bot's gates on `login`'s generation-1 folder in PR `pr`, recording the attempt."""
+    from evaluator.cli import main
+
+    argv = ["gates", "--repo", str(repo), "--submission", f"submissions/{login}/1", "--author",
+            login, "--pr", str(pr), "--head-sha", f"{pr:040x}", "--now", now, "--record-attempt"]
+    return main(argv)
+
+
+def assert_rebuilt_alike(repo, lines):
+    """The index on disk is byte for byte the one built from scratch from the log."""
+    from evaluator import attempts_index
+
+    log = (repo / "leaderboard" / "attempts.jsonl").read_bytes()
+    basis = index_of(repo)[1].basis
+    rows = attempts_index.rows_of(log, 0, OFFICIAL, basis)
+    assert len(rows) == lines
+    assert (repo / "leaderboard" / attempts_index.INDEX_FILE).read_bytes() == \
+        attempts_index.encode(rows, log, OFFICIAL, basis)
+
+
+def index_of(repo):
+    from evaluator import attempts_index
+
+    ctx = context_for(repo, "nobody", OFFICIAL)
+    return attempts_index.read(repo / "leaderboard", OFFICIAL, ctx.basis), ctx
+
+
+@pytest.fixture
+def season(board, make_submission):
+    """A board where bob (PR 21), carol (PR 22) and dave (PR 23) recorded original heads."""
+    repo, features = board
+    rng = np.random.default_rng(5)
+    heads = {}
+    for pr, login in enumerate(("bob", "carol", "dave"), start=21):
+        heads[login] = rng.normal(0, 0.1, OFFICIAL.head_shape)
+        make_submission(repo, login, 1, head=heads[login])
+        assert record(repo, login, pr, f"2026-12-0{pr - 20}T10:00:00Z") == 0
+        shutil.rmtree(repo / "submissions" / login)  # not merged: only the attempt is compared
+    return repo, features, heads
+
+
+def test_the_record_step_keeps_an_index_that_gate_3_reads_as_it_reads_the_log(
+        season, make_submission):
+    """Each recorded attempt brings the index up to date; the gates then parse only the
+    author's and the PR's lines, and gate 3 decides from the index exactly as from the log."""
+    from evaluator import attempts_index
+
+    repo, features, heads = season
+    index, ctx = index_of(repo)
+    assert index is not None and ctx.index is not None and len(index.rows) == 3
+    assert [a.miner for a in context_for(repo, "carol", OFFICIAL, pr=23).attempts] == [
+        "carol", "dave"]  # hers and the PR's, in the log's order
+    make_submission(repo, "alice", 1, head=lifted(heads["carol"], features, cosine=0.9))
+    with_index = gates(repo).failed
+    assert with_index.number == 3 and "PR #22 (carol" in with_index.reason
+    (repo / "leaderboard" / attempts_index.INDEX_FILE).unlink()
+    assert index_of(repo)[0] is None
+    assert gates(repo).failed == with_index  # the log read in full decides alike
+    # an independent head passes; its record rebuilds the index; her next PR an hour later
+    # meets the rate limit through the index's lines of hers
+    make_submission(repo, "erin", 1, seed=3)
+    assert record(repo, "erin", 9, "2026-12-05T10:00:00Z") == 0
+    assert len(index_of(repo)[0].rows) == 4
+    make_submission(repo, "frank", 1, seed=4)
+    assert record(repo, "frank", 24, "2026-12-05T10:40:00Z") == 0
+    assert_rebuilt_alike(repo, 5)  # extended from the index the gates had read
+    assert record(repo, "erin", 10, "2026-12-05T11:00:00Z") == 1
+    assert index_of(repo)[0] is not None  # the rate limit records no attempt
+    # a miner's own earlier head is no copy of anyone's
+    shutil.rmtree(repo / "submissions" / "alice")
+    make_submission(repo, "carol", 2, head=heads["carol"])
+    ctx = context_for(repo, "carol", OFFICIAL, pr=11, head_sha="c" * 40)
+    assert ctx.index is not None
+    report = run_gates(Submission(repo, "submissions/carol/2", OFFICIAL), ctx)
+    assert report.passed_gate(3), report.failed
+
+
+def test_an_index_that_does_not_match_is_not_used_and_the_next_record_mends_it(
+        season, make_submission, caplog):
+    from evaluator import attempts_index
+    from evaluator.store import Store
+
+    repo, features, heads = season
+    path = repo / "leaderboard" / attempts_index.INDEX_FILE
+    good = path.read_bytes()
+    # another writer appended a line: the index no longer names the log, and is not used
+    line = Store(repo).attempts()[0]
+    Store(repo).record_attempt(type(line)(**{**line.__dict__, "pr": 12, "head_sha": "e" * 40}))
+    assert index_of(repo)[0] is None
+    assert "written for another state of attempts.jsonl" in caplog.text
+    make_submission(repo, "erin", 1, seed=3)
+    assert record(repo, "erin", 13, "2026-12-06T10:00:00Z") == 0
+    assert_rebuilt_alike(repo, 5)  # extended from the index on disk, whose log is a prefix
+    good = path.read_bytes()
+    make_submission(repo, "alice", 1, head=lifted(heads["dave"], features, cosine=0.9))
+    assert "PR #23 (dave" in gates(repo).failed.reason
+    # damaged, for another basis, cut short: not used either
+    for spoilt, why in ((good[:100] + bytes([good[100] ^ 1]) + good[101:], "it is damaged"),
+                        (good[:12] + b"f" * 16 + good[28:], "another feature basis"),
+                        (good[:40], "it is cut short")):
+        path.write_bytes(spoilt)
+        caplog.clear()
+        assert index_of(repo)[0] is None and why in caplog.text
+    # the next recorded attempt rebuilds it for every line
+    make_submission(repo, "frank", 1, seed=4)
+    assert record(repo, "frank", 14, "2026-12-06T10:00:00Z") == 0
+    assert_rebuilt_alike(repo, 6)
+
+
+def test_validate_refuses_an_index_whose_rows_do_not_describe_the_log(season):
+    """The digests only say which log the index was written for; `leaderboard validate`
+    rebuilds the rows from the log, so a wrong row is found (here: carol no original)."""
+    from evaluator import attempts_index
+    from evaluator.errors import LeaderboardError
+    from evaluator.leaderboard import _check_attempts_index
+    from evaluator.store import Store
+
+    repo, _, _ = season
+    _check_attempts_index(Store(repo, lenient=True), OFFICIAL)
+    index, ctx = index_of(repo)
+    rows = index.rows.copy()
+    rows["flags"][1] = 0
+    (repo / "leaderboard" / attempts_index.INDEX_FILE).write_bytes(
+        attempts_index.encode(rows, index.log, OFFICIAL, ctx.basis))
+    assert index_of(repo)[0] is not None  # the gates cannot tell: it names the log
+    with pytest.raises(LeaderboardError, match=r"attempts.index row 2 does not describe .* delete"):
+        _check_attempts_index(Store(repo, lenient=True), OFFICIAL)
+
+
+def test_a_log_the_index_cannot_describe_gets_none(season):
+    """An original whose line keeps no projection on the board's basis (recorded before it):
+    no index; the gates read the log in full, which compares it as before."""
+    from evaluator import attempts_index
+    from evaluator.store import Store
+
+    repo, _, heads = season
+    line = Store(repo).attempts()[0]
+    whole = fingerprints.encode(fingerprint(heads["bob"], N_MODELS), N_MODELS)
+    Store(repo).record_attempt(type(line)(**{**line.__dict__, "pr": 12, "head_sha": "e" * 40,
+                                             "fingerprint": whole, "seen": None}))
+    assert attempts_index.update(repo / "leaderboard", OFFICIAL, index_of(repo)[1].basis) is False
+    assert not (repo / "leaderboard" / attempts_index.INDEX_FILE).exists()

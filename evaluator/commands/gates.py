@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from evaluator import attempts_index
 from evaluator.advisories import Advisory
 from evaluator.changes import Change, parse_changes
 from evaluator.commands.output import (
@@ -147,7 +148,8 @@ def _check(args: argparse.Namespace, now: datetime, changes: list[Change] | None
     if args.record_attempt and report.passed_gate(1):
         store = Store(args.repo, lenient=True)  # it checks the line it appends
         generation = store.next_generation(sub.login, ctx.attempts, args.pr, exclude=sub.folder)
-        store.record_attempt(attempt_of(sub, report, ctx, generation), ctx.attempts)
+        if store.record_attempt(attempt_of(sub, report, ctx, generation), ctx.attempts):
+            attempts_index.update(store.root, args.rules, ctx.basis, ctx.index)
     return GatesRun(report, step, submission_advisories(sub, report, args.ledger))
 
 

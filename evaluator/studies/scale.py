@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from evaluator import attempts_index
 from evaluator.basis import BASIS_FILE, FeatureBasis, read_basis, write_basis
 from evaluator.benchmarks.sealing import build_manifest
 from evaluator.commands.output import write_json_out
@@ -116,6 +117,7 @@ def build_board(root: Path, n: int, rules: Competition) -> Path:
         path.write_text(dumps(_lost(miner, 100 + i, sha, at + timedelta(hours=1), rng, rules)),
                         encoding="utf-8")
     store.file(ATTEMPTS_FILE).write_text("".join(lines), encoding="utf-8")
+    attempts_index.update(store.root, rules, basis)  # as the record step leaves it
     out = root / "newcomer-result.json"
     at = START + timedelta(minutes=10 * n + 90)
     out.write_text(dumps(_lost(NEWCOMER, 100 + n, NEWCOMER_SHA, at, rng, rules)),
@@ -154,8 +156,8 @@ class Timed:
 def commands(root: Path, result: Path, n: int) -> dict[str, Timed]:
     cli = [sys.executable, "-m", "evaluator"]
     store = Store(root)
-    attempts = store.file(ATTEMPTS_FILE)
-    before = attempts.read_bytes()
+    kept = {path: path.read_bytes() for path in (store.file(ATTEMPTS_FILE),
+                                                  store.file(attempts_index.INDEX_FILE))}
     applied = store.result_path(NEWCOMER, 1)
     site = root.parent / f"{root.name}-site"
     return {
@@ -164,7 +166,7 @@ def commands(root: Path, result: Path, n: int) -> dict[str, Timed]:
              "--author", NEWCOMER, "--pr", str(100 + n), "--head-sha", NEWCOMER_SHA,
              "--now", format_time(START + timedelta(minutes=10 * n)), "--record-attempt",
              "--json", str(root / "gates.json")],
-            lambda: attempts.write_bytes(before)),
+            lambda: [path.write_bytes(data) for path, data in kept.items()]),
         "leaderboard apply": Timed([*cli, "leaderboard", "apply", str(result), "--repo",
                                     str(root)], lambda: applied.unlink(missing_ok=True)),
         "leaderboard validate": Timed([*cli, "leaderboard", "validate", "--repo", str(root)]),
@@ -263,10 +265,13 @@ def measure(sizes: list[int], repeats: int, rules: Competition, tmp: Path) -> di
             for name, command in table.items():
                 times.setdefault(name, {}).setdefault(n, []).append(timed(name, command.argv))
                 command.reset()
-    log_bytes = {n: (tmp / f"board-{n}" / "leaderboard" / ATTEMPTS_FILE).stat().st_size
-                 for n in sizes}
+    def per_line(name: str) -> dict[str, int]:
+        return {str(n): round((tmp / f"board-{n}" / "leaderboard" / name).stat().st_size / n)
+                for n in sizes}
+
     return {"sizes": sizes, "repeats": repeats,
-            "attempts_bytes_per_line": {str(n): round(log_bytes[n] / n) for n in sizes},
+            "attempts_bytes_per_line": per_line(ATTEMPTS_FILE),
+            "index_bytes_per_line": per_line(attempts_index.INDEX_FILE),
             "commands": {name: {"median_s": {str(n): round(statistics.median(ts), 3)
                                              for n, ts in by_size.items()},
                                 "growth": round(statistics.median(by_size[sizes[-1]])
@@ -283,8 +288,10 @@ def print_report(report: dict) -> None:
     for name, row in report["commands"].items():
         cells = "".join(f"{row['median_s'][str(n)]:>10.2f} s" for n in sizes)
         print(f"{name:<{width}}{cells}   {row['growth']:>6.2f}")
-    per_line = "".join(f"{report['attempts_bytes_per_line'][str(n)]:>10,} B" for n in sizes)
-    print(f"{'attempts.jsonl per line':<{width}}{per_line}")
+    for name, key in (("attempts.jsonl", "attempts_bytes_per_line"),
+                      (attempts_index.INDEX_FILE, "index_bytes_per_line")):
+        per_line = "".join(f"{report[key][str(n)]:>10,} B" for n in sizes)
+        print(f"{name + ' per line':<{width}}{per_line}")
     dup = report["duplicates"]
     print(f"gate 3 on {dup['copies']} disguised copies: {dup['same_decision']} decisions as from "
           f"the float16 fingerprints; near the line, cosines within "

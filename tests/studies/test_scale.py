@@ -5,6 +5,7 @@ import json
 import pytest
 
 from evaluator.cli import main
+from evaluator.gates import context_for
 from evaluator.leaderboard import check_result, validate_state
 from evaluator.rules import OFFICIAL
 from evaluator.store import Store
@@ -18,6 +19,9 @@ def test_a_synthetic_board_is_a_valid_leaderboard(tmp_path):
     assert len(store.attempts()) == 5 and store.king().miner == "alice"
     assert all(a.fingerprint.startswith("p16:") and a.seen for a in store.attempts())
     check_result(json.loads(result.read_text()), OFFICIAL)
+    # the board carries the gates' index of its log, as the record step leaves a season's
+    ctx = context_for(tmp_path, "newcomer", OFFICIAL)
+    assert ctx.index is not None and len(ctx.index.rows) == 5 and ctx.attempts == []
 
 
 @pytest.mark.slow
@@ -31,7 +35,7 @@ def test_every_command_is_timed_on_every_board(tmp_path, capsys):
                                        "leaderboard validate", "site build"}
     for row in report["commands"].values():
         assert set(row["median_s"]) == {"1", "3"} and row["growth"] > 0
-    assert report["attempts_bytes_per_line"]["3"] > 0
+    assert report["attempts_bytes_per_line"]["3"] > report["index_bytes_per_line"]["3"] > 0
     assert report["duplicates"]["same_decision"] == report["duplicates"]["copies"] > 0
     on_basis = report["duplicates"]["on_basis"]
     assert on_basis["same_decision"] == on_basis["copies"] > 0  # the projected log decides alike
