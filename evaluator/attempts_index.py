@@ -13,8 +13,10 @@ the log it describes and the SHA-256 of the index before the trailer, and its he
 the feature basis. The gates use it only when all of these match the board; otherwise they
 read the log in full, as before, and say so. Each recorded attempt brings it up to date
 (rows for the new lines only when the rest still matches, else rebuilt from the whole log),
-and `leaderboard validate` rebuilds it and compares. A log it cannot describe (a line that
-is not a `p16:` projection on the board's basis, where gate 3 needs one) gets no index.
+and `leaderboard validate` rebuilds it and compares. A log it cannot describe (an original
+whose line keeps no `p16:` projection on the board's basis, though it has something there)
+gets no index. A head with nothing on the basis meets every new one at a cosine of 0, so its
+row is no original.
 
 Layout, little-endian: a 56-byte header (magic, format, the basis's digest, values per
 projection), the rows, an 80-byte trailer (log size, rows, the log's SHA-256, the SHA-256 of
@@ -74,12 +76,19 @@ class AttemptsIndex:
             self.log[start:None if end < 0 else end].decode("utf-8")))
 
     def of(self, login: str, pr: int | None) -> list[Attempt]:
-        """The lines of this miner (any case) and of this PR, in the log's order: all that the
-        gates but gate 3 read, and what the record step checks a new line against."""
+        """The lines of this miner (any case) and of this PR (of no PR when None), in the
+        log's order: all that the gates but gate 3 read, and what the record step checks a
+        new line against. ValueError when a row does not point at its line."""
         picked = self.rows["miner"] == login.lower().encode("ascii", "replace")
-        if pr is not None:
-            picked |= self.rows["pr"] == pr
-        return [self.attempt(int(row)) for row in np.flatnonzero(picked)]
+        picked |= self.rows["pr"] == (NO_PR if pr is None else pr)
+        found = []
+        for row in np.flatnonzero(picked).tolist():
+            attempt = self.attempt(row)
+            if (attempt.miner.lower().encode("ascii", "replace") != self.rows["miner"][row]
+                    or (NO_PR if attempt.pr is None else attempt.pr) != self.rows["pr"][row]):
+                raise ValueError(f"{INDEX_FILE} row {row + 1} does not point at its line")
+            found.append(attempt)
+        return found
 
     def originals(self, login: str, pr: int | None) -> tuple[np.ndarray, np.ndarray]:
         """(rows, float32 projections) of the earlier originals gate 3 compares a head of
@@ -202,7 +211,7 @@ def rows_of(log_bytes: bytes, start: int, rules: Competition,
                 row = rows[count]
                 row["offset"], row["pr"] = at, NO_PR if attempt.pr is None else attempt.pr
                 row["miner"] = attempt.miner.lower().encode("ascii")
-                if attempt.is_original:
+                if attempt.is_original and not _nothing_on(attempt, rules, basis):
                     if attempt.seen is None or attempt.seen.basis != basis.digest:
                         return None
                     row["flags"] = ORIGINAL
@@ -215,6 +224,15 @@ def rows_of(log_bytes: bytes, start: int, rules: Competition,
             count += 1
         at = end + 1
     return rows[:count]
+
+
+def _nothing_on(attempt: Attempt, rules: Competition, basis: FeatureBasis) -> bool:
+    """Whether gate 3 finds a cosine of 0 with this attempt's head, whatever the new one: its
+    stored fingerprint has nothing on the basis (a head whose model rows are all alike, kept
+    whole because there was no projection to keep). ValueError when it cannot be read."""
+    if attempt.seen is not None or not rules.duplicate_cosine > 0:
+        return False
+    return fingerprints.energy_on(attempt.fingerprint or "", rules, basis.directions) == 0.0
 
 
 def mismatch(folder: Path, rules: Competition, basis: FeatureBasis | None) -> str | None:

@@ -398,3 +398,51 @@ def test_a_log_the_index_cannot_describe_gets_none(season):
                                              "fingerprint": whole, "seen": None}))
     assert attempts_index.update(repo / "leaderboard", OFFICIAL, index_of(repo)[1].basis) is False
     assert not (repo / "leaderboard" / attempts_index.INDEX_FILE).exists()
+
+
+def test_a_head_with_nothing_on_the_basis_keeps_the_index(season, make_submission):
+    """A head whose model rows are all alike passes (its role rows route) and is kept whole,
+    with nothing on the basis: gate 3 finds a cosine of 0 with it, so the index keeps it as
+    no original rather than giving up for the rest of the season."""
+    repo, _, _ = season
+    head = np.zeros(OFFICIAL.head_shape)
+    head[N_MODELS:] = 0.1  # role rows only
+    make_submission(repo, "grace", 1, head=head)
+    assert record(repo, "grace", 31, "2026-12-07T10:00:00Z") == 0
+    index, _ = index_of(repo)
+    assert index is not None and len(index.rows) == 4 and index.rows["flags"][-1] == 0
+    assert_rebuilt_alike(repo, 4)
+
+
+def test_an_index_whose_rows_do_not_point_at_their_lines_is_not_used(season, caplog):
+    """Rows sealed with the right digests but the wrong offsets (only someone who can push
+    to main could write them): the gates notice the lines they read, and read the log."""
+    from evaluator import attempts_index
+
+    repo, _, _ = season
+    index, ctx = index_of(repo)
+    rows = index.rows.copy()
+    rows["offset"] = rows["offset"][[1, 0, 2]]  # bob's row points at carol's line
+    (repo / "leaderboard" / attempts_index.INDEX_FILE).write_bytes(
+        attempts_index.encode(rows, index.log, OFFICIAL, ctx.basis))
+    ctx = context_for(repo, "bob", OFFICIAL, pr=40)
+    assert ctx.index is None and [a.miner for a in ctx.attempts] == ["bob", "carol", "dave"]
+    assert "row 1 does not point at its line" in caplog.text
+
+
+def test_without_a_pr_the_index_gives_the_lines_of_no_pr(season):
+    """Run without --pr (a local check), the record step compares with the lines of no PR,
+    as the whole log gives them; and --pr must be a real PR's number."""
+    from evaluator import attempts_index
+    from evaluator.cli import main
+    from evaluator.records import Attempt
+    from evaluator.store import Store
+
+    repo, _, _ = season
+    line = Store(repo).attempts()[0]
+    Store(repo).record_attempt(Attempt(**{**line.__dict__, "pr": None, "head_sha": None}))
+    attempts_index.update(repo / "leaderboard", OFFICIAL, index_of(repo)[1].basis)
+    ctx = context_for(repo, "erin", OFFICIAL)
+    assert ctx.index is not None and [(a.miner, a.pr) for a in ctx.attempts] == [("bob", None)]
+    assert main(["gates", "--repo", str(repo), "--submission", "submissions/bob/1",
+                 "--author", "bob", "--pr", "-1"]) == 2

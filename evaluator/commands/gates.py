@@ -103,6 +103,8 @@ def run_bot(args: argparse.Namespace) -> int:
         raise UsageError(f"--repo {args.repo} is not a folder")
     if not is_name(args.author):
         raise UsageError(f"--author {args.author!r} is not a GitHub login")
+    if args.pr is not None and args.pr < 1:
+        raise UsageError("--pr must be a pull request's number, 1 or more")
     if args.head_sha is not None and not is_commit_sha(args.head_sha):
         raise UsageError("--head-sha must be a full lowercase hex commit id")
     if args.push and not (args.record_attempt and args.pr and args.head_sha
