@@ -36,6 +36,7 @@ import numpy as np
 
 from evaluator import fingerprints
 from evaluator.basis import FeatureBasis
+from evaluator.errors import LeaderboardError
 from evaluator.files import loads_finite, write_atomic
 from evaluator.records import Attempt
 from evaluator.rules import Competition
@@ -118,6 +119,18 @@ def read(folder: Path, rules: Competition, basis: FeatureBasis | None) -> Attemp
         return AttemptsIndex(log_bytes, found[0], (log_hash, found[2]))
     log.warning("%s is not used (%s); reading attempts.jsonl in full", INDEX_FILE, why)
     return None
+
+
+def for_gates(folder: Path, rules: Competition, basis: FeatureBasis | None, login: str,
+              pr: int | None) -> tuple[AttemptsIndex | None, list[Attempt]]:
+    """The index the gates use and the lines of `login` and `pr` it points at; (None, [])
+    when there is none to use (the reason logged), and the gates read the log in full."""
+    index = None if pr is not None and pr < 1 else read(folder, rules, basis)
+    try:
+        return (index, index.of(login, pr)) if index is not None else (None, [])
+    except (ValueError, LeaderboardError) as exc:  # it names the log, but not its lines
+        log.warning("%s is not used (%s); reading attempts.jsonl in full", INDEX_FILE, exc)
+        return None, []
 
 
 def _log(folder: Path) -> bytes:

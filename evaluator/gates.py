@@ -21,7 +21,7 @@ from evaluator import attempts_index, fingerprints
 from evaluator.attempts_index import AttemptsIndex
 from evaluator.basis import BASIS_FILE, BasisError, FeatureBasis, read_basis
 from evaluator.changes import Change, raw_bytes
-from evaluator.errors import LeaderboardError, SubmissionError
+from evaluator.errors import SubmissionError
 from evaluator.files import format_time, utc_now
 from evaluator.records import Attempt, Seen
 from evaluator.rules import (
@@ -432,17 +432,10 @@ def context_for(repo: str | Path, author: str, rules: Competition, now: datetime
                 head_sha: str | None = None) -> GateContext:
     store = Store(Path(repo), lenient=True)  # lines were checked as they were written
     basis = _basis(store, rules)
-    index = None if pr is not None and pr < 1 else attempts_index.read(
-        store.root, rules, basis.get("basis"))
-    try:
-        attempts = None if index is None else index.of(author, pr)
-    except (ValueError, LeaderboardError) as exc:  # it names the log, but not its lines
-        log.warning("%s is not used (%s); reading the log in full", attempts_index.INDEX_FILE,
-                    exc)
-        index = attempts = None
+    index, attempts = attempts_index.for_gates(store.root, rules, basis.get("basis"), author, pr)
     return GateContext(author=author, now=now or utc_now(), rules=rules, changes=changes, pr=pr,
                        head_sha=head_sha,
-                       attempts=store.attempts() if attempts is None else attempts,
+                       attempts=store.attempts() if index is None else attempts,
                        refunded=store.refunded_heads(author), index=index, **basis)
 
 
