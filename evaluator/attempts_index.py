@@ -108,15 +108,15 @@ def read(folder: Path, rules: Competition, basis: FeatureBasis | None) -> Attemp
     path = folder / INDEX_FILE
     if basis is None or not path.is_file():
         return None
-    log_bytes = _log(folder)
     found = _parse(path.read_bytes(), rules, basis)
-    log_hash = hashlib.sha256(log_bytes)
     if isinstance(found, str):
         why = found
-    elif found[1] != (len(log_bytes), log_hash.digest()):
-        why = "it was written for another state of attempts.jsonl"
     else:
-        return AttemptsIndex(log_bytes, found[0], (log_hash, found[2]))
+        log_bytes = _log(folder)
+        log_hash = hashlib.sha256(log_bytes)
+        if found[1] == (len(log_bytes), log_hash.digest()):
+            return AttemptsIndex(log_bytes, found[0], (log_hash, found[2]))
+        why = "it was written for another state of attempts.jsonl"
     log.warning("%s is not used (%s); reading attempts.jsonl in full", INDEX_FILE, why)
     return None
 
@@ -252,8 +252,8 @@ def mismatch(folder: Path, rules: Competition, basis: FeatureBasis | None) -> st
     """Why the index in `folder`, written for this very log and basis, does not describe it
     (its rows against ones rebuilt from the log), or None. An index written for another
     state of the log is no error: the gates do not use it, and the next record rebuilds it."""
-    index = read(folder, rules, basis) if basis is not None else None
-    if index is None:
+    index = read(folder, rules, basis)
+    if index is None or basis is None:
         return None
     rebuilt = rows_of(index.log, 0, rules, basis)
     if rebuilt is None:
