@@ -22,14 +22,17 @@ RECEIPT_FORMAT = 1
 BENCHMARKS = ("math500", "mmlu", "livecodebench")
 ROLES = ("Thinker", "Worker", "Verifier")
 SVF_MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-# A benchmark is sealed as three splits: the scored pool and the live questions, drawn from the
-# public dataset by the secret seed, and the audit, items from a private source that was never
-# published (so no miner can have collected answers for them). Pool and audit items carry every
-# pool model's cached answer. Each evaluation scores a fresh half of the pool, drawn with a
-# secret seed on the runner, as its eval items, and the whole audit.
+# A benchmark is sealed as three splits, drawn by the secret seed: the scored pool from the
+# public dataset, and the audit and the live questions from a private source that was never
+# published, so no miner can have collected answers for them (a head fitted to the public
+# dataset's answers would otherwise know, on each live question, which model gets it right).
+# Pool and audit items carry every pool model's cached answer. Each evaluation scores a fresh
+# half of the pool, drawn with a secret seed on the runner, as its eval items, and the whole
+# audit.
 POOL_SPLIT, LIVE_SPLIT, AUDIT_SPLIT = "pool", "live", "audit"
-SPLITS = (POOL_SPLIT, LIVE_SPLIT)  # drawn from the public dataset
-SEALED_SPLITS = (*SPLITS, AUDIT_SPLIT)
+SPLITS = (POOL_SPLIT,)  # drawn from the public dataset
+PRIVATE_SPLITS = (AUDIT_SPLIT, LIVE_SPLIT)  # drawn from the private source, in this order
+SEALED_SPLITS = (POOL_SPLIT, LIVE_SPLIT, AUDIT_SPLIT)
 ANSWERED_SPLITS = (POOL_SPLIT, AUDIT_SPLIT)
 PARTITION = ("eval", "audit")
 
@@ -249,12 +252,18 @@ class Competition:
     @property
     def split_sizes(self) -> dict[str, int]:
         """Items per split drawn from the public dataset."""
-        return {POOL_SPLIT: self.pool_size, LIVE_SPLIT: self.live_size}
+        return {POOL_SPLIT: self.pool_size}
+
+    @property
+    def private_sizes(self) -> dict[str, int]:
+        """Items per split drawn from the private source."""
+        return {AUDIT_SPLIT: self.audit_size, LIVE_SPLIT: self.live_size}
 
     @property
     def sealed_sizes(self) -> dict[str, int]:
-        """Items per sealed split, the private audit included."""
-        return {**self.split_sizes, AUDIT_SPLIT: self.audit_size}
+        """Items per sealed split."""
+        sizes = {**self.split_sizes, **self.private_sizes}
+        return {split: sizes[split] for split in SEALED_SPLITS}
 
     @property
     def partition_sizes(self) -> dict[str, int]:
@@ -282,12 +291,12 @@ class Competition:
         data["pool"] = [dataclasses.asdict(m) for m in self.pool]
         data["benchmarks"] = list(self.benchmarks)
         for name in ("n_models", "n_roles", "head_shape", "n_head_params", "n_params", "pool_size",
-                     "live_stages",
-                     "split_sizes", "sealed_sizes", "partition_sizes", "pool_names", "train_popsize"):
+                     "live_stages", "split_sizes", "private_sizes", "sealed_sizes",
+                     "partition_sizes", "pool_names", "train_popsize"):
             value = getattr(self, name)
             data[name] = list(value) if isinstance(value, tuple) else value
         data.update(roles=list(ROLES), svf_matrices=list(SVF_MATRICES), splits=list(SPLITS),
-                    sealed_splits=list(SEALED_SPLITS),
+                    private_splits=list(PRIVATE_SPLITS), sealed_splits=list(SEALED_SPLITS),
                     partition=list(PARTITION),
                     submission_files=list(SUBMISSION_FILES), weights_file=WEIGHTS_FILE,
                     receipt_file=RECEIPT_FILE, readme_file=README_FILE,

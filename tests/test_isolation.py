@@ -341,7 +341,7 @@ def test_the_attack_meets_a_refusal_where_bwrap_cannot_start(shared, command):
                       "--response-file", "answer.md"],
             "collect": ["collect", "--benchmark", "livecodebench", "--out", "data", "--repo",
                         "repo", "--source", "demo", "--pool-url", "http://127.0.0.1:9"],
-            "seal": ["seal", "--source", "demo", "--audit-source", "demo", "--out-dir", "sealed",
+            "seal": ["seal", "--source", "demo", "--private-source", "demo", "--out-dir", "sealed",
                      "--pool-url", "http://127.0.0.1:9", "--manifest",
                      "repo/leaderboard/manifest.json"],
             "evaluate": ["evaluate", "--repo", "repo", "--submission", "submissions/eve/1",

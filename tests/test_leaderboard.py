@@ -430,7 +430,7 @@ def test_attempt_lines_follow_the_attempt_schema(repo):
 def test_manifest_schema_accepts_the_contract_shape(repo):
     manifest = {"format": 1, "sealed_at": "2026-11-20T12:00:00Z", "manifest_hash": "0" * 64,
                 "benchmarks": {b: {"splits": {s: {"count": n, "commitment": "1" * 64}
-                                              for s, n in OFFICIAL.split_sizes.items()},
+                                              for s, n in OFFICIAL.sealed_sizes.items()},
                                    "train_ids": ["x1", "x2"],
                                    "baselines": {"per_model": {m: 0.5 for m in OFFICIAL.pool_names},
                                                  "best_single": {"model": "m", "accuracy": 0.5},

@@ -2,8 +2,9 @@
 wrong full Worker response, and the persona skills the loopback simulator plays.
 
 Files live in `evaluator/data/corpus/`: `<benchmark>.jsonl` (one item per line: the `Item`
-fields plus `"responses": {"right", "wrong"}`), `audit/<benchmark>.jsonl` (the demo's private
-audit, in the same format, with `audit/about.json` saying what it is) and `personas.json`
+fields plus `"responses": {"right", "wrong"}`), `private/<benchmark>.jsonl` (the demo's
+private source, never among the corpus's items, that the audit and the live questions are drawn
+from, in the same format, with `private/about.json` saying what it is) and `personas.json`
 (`{"personas": {<pool model>: {<benchmark>: {<category>: p_correct}}}}`). Skills are set so
 routing matters: per benchmark a different persona is best overall, and within a benchmark
 each category has its own specialist, so a head that reads the question beats any single model.
@@ -55,19 +56,20 @@ def load_corpus(rules: Competition, benchmarks: Iterable[str] | None = None,
     return [entry for name in names for entry in _read_benchmark(folder / f"{name}.jsonl", name)]
 
 
-AUDIT_FOLDER, ABOUT_FILE = "audit", "about.json"
+PRIVATE_FOLDER, ABOUT_FILE = "private", "about.json"
 
 
-def load_audit_corpus(rules: Competition, benchmarks: Iterable[str] | None = None
-                      ) -> list[CorpusItem]:
-    """The demo's private audit items (`corpus/audit/`): written for the demo like the corpus,
-    but never among its items, so no demo miner can have collected answers for them."""
-    return load_corpus(rules, benchmarks, corpus_dir() / AUDIT_FOLDER)
+def load_private_corpus(rules: Competition, benchmarks: Iterable[str] | None = None
+                        ) -> list[CorpusItem]:
+    """The demo's private items (`corpus/private/`), the audit and live questions are drawn
+    from: written for the demo like the corpus, but never among its items, so no demo miner can
+    have collected answers for them."""
+    return load_corpus(rules, benchmarks, corpus_dir() / PRIVATE_FOLDER)
 
 
-def audit_about() -> dict[str, str]:
-    """Per benchmark, what the demo's audit is made of, as the manifest publishes it."""
-    path = corpus_dir() / AUDIT_FOLDER / ABOUT_FILE
+def private_about() -> dict[str, str]:
+    """Per benchmark, what the demo's private source is made of, as the manifest publishes it."""
+    path = corpus_dir() / PRIVATE_FOLDER / ABOUT_FILE
     try:
         return dict(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError) as exc:

@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 from evaluator import vault
 from evaluator.baselines import from_answered
-from evaluator.benchmarks.splits import Audit, draw_audit, draw_splits
+from evaluator.benchmarks.splits import Private, draw_private, draw_splits
 from evaluator.errors import BenchmarkError
 from evaluator.files import canonical_json, format_time, utc_now, write_atomic, write_json
 from evaluator.rules import (
@@ -388,14 +388,17 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
 
 
 def seal_one(items: Sequence[Item], answer: Answerer, out_dir: str | Path, password: str,
-             seed: str, rules: Competition, audit: Audit, kdf: KdfParams = OFFICIAL_KDF
+             seed: str, rules: Competition, private: Private, kdf: KdfParams = OFFICIAL_KDF
              ) -> dict[str, Any]:
-    """Draw, answer, and seal one benchmark with its private audit; returns its manifest entry."""
+    """Draw, answer, and seal one benchmark with its private source (the audit and the live
+    questions); returns its manifest entry."""
     splits = draw_splits(items, seed, rules)
     benchmark = splits.benchmark
-    audit_items = draw_audit(audit.items, {item.id for item in items}, benchmark, seed, rules)
-    rows: dict[str, list] = {LIVE_SPLIT: list(splits.hidden[LIVE_SPLIT])}
-    for split, todo in ((POOL_SPLIT, list(splits.hidden[POOL_SPLIT])), (AUDIT_SPLIT, audit_items)):
+    published = {item.id for item in items} | {item.prompt.strip() for item in items}
+    drawn = draw_private(private.items, published, benchmark, seed, rules)
+    rows: dict[str, list] = {LIVE_SPLIT: drawn[LIVE_SPLIT]}
+    for split, todo in ((POOL_SPLIT, list(splits.hidden[POOL_SPLIT])),
+                        (AUDIT_SPLIT, drawn[AUDIT_SPLIT])):
         rows[split] = answer(todo)
         if [row.item.id for row in rows[split]] != [item.id for item in todo]:
             raise BenchmarkError(f"{benchmark}: the cached answers do not match the items asked")
@@ -409,12 +412,12 @@ def seal_one(items: Sequence[Item], answer: Answerer, out_dir: str | Path, passw
     write_train_items(out_dir, benchmark, splits.train)
     return {"splits": public, "train_ids": splits.train_ids,
             "baselines": from_answered(rows[POOL_SPLIT], rules.pool_names),
-            "audit": {"about": audit.about}}
+            "private": {"about": private.about}}
 
 
 def seal_benchmarks(items: Mapping[str, Sequence[Item]], answer: Answerer, out_dir: str | Path,
                     manifest_path: str | Path, password: str, seed: str,
-                    rules: Competition, audits: Mapping[str, Audit],
+                    rules: Competition, privates: Mapping[str, Private],
                     kdf: KdfParams = OFFICIAL_KDF) -> dict[str, Any]:
     """Seal each benchmark and write the manifest (keeping other benchmarks' entries)."""
     manifest_path = Path(manifest_path)
@@ -423,7 +426,7 @@ def seal_benchmarks(items: Mapping[str, Sequence[Item]], answer: Answerer, out_d
         entries = dict(load_manifest(manifest_path)["benchmarks"])
     for benchmark, bench_items in items.items():
         entries[benchmark] = seal_one(bench_items, answer, out_dir, password, seed, rules,
-                                      audits[benchmark], kdf)
+                                      privates[benchmark], kdf)
     manifest = build_manifest(entries)
     write_json(manifest_path, manifest)
     return manifest

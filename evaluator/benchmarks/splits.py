@@ -1,8 +1,10 @@
-"""The hidden splits: the scored pool and the live questions, drawn per benchmark from a secret seed.
+"""The hidden splits, drawn per benchmark from a secret seed: the scored pool from the public
+dataset, the audit and the live questions from the private source.
 
 Each item's place is the HMAC-SHA256 of its id under the secret seed (keyed per
 benchmark), so the draw does not depend on the source's row order and nobody without
-the seed can rebuild it from the public dataset. The rest is the public train split.
+the seed can rebuild it from the public dataset. The rest of the public dataset is where the
+public train split is drawn from.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from pathlib import Path
 
 from evaluator import vault
 from evaluator.benchmarks import get_benchmark
-from evaluator.benchmarks.corpus import audit_about, load_audit_corpus, load_corpus
+from evaluator.benchmarks.corpus import load_corpus, load_private_corpus, private_about
 from evaluator.errors import BenchmarkError
-from evaluator.rules import SPLITS, Competition
+from evaluator.rules import AUDIT_SPLIT, LIVE_SPLIT, PRIVATE_SPLITS, SPLITS, Competition
 from evaluator.types import Item
 
 log = logging.getLogger(__name__)
@@ -44,9 +46,10 @@ class Splits:
 
 
 @dataclass(frozen=True)
-class Audit:
-    """A benchmark's private audit source: items never published, in the upstream schema, and
-    the public sentence that says what they are (e.g. "60 problems written for season 2")."""
+class Private:
+    """A benchmark's private source: items never published, in the upstream schema, that the
+    audit and the live questions are drawn from, and the public sentence that says what they
+    are (e.g. "120 problems written for season 2")."""
 
     items: Sequence[Item]
     about: str
@@ -55,23 +58,23 @@ class Audit:
 ABOUT_FILE = "about.json"  # beside a directory source's benchmark folders: {benchmark: sentence}
 
 
-def load_audit(benchmark: str, source: str, rules: Competition) -> Audit:
-    """A benchmark's private audit: the demo's bundled audit items, or DIR/<benchmark>/ in the
-    upstream schema with DIR/about.json saying, per benchmark, what the items are."""
+def load_private(benchmark: str, source: str, rules: Competition) -> Private:
+    """A benchmark's private source: the demo's bundled private items, or DIR/<benchmark>/ in
+    the upstream schema with DIR/about.json saying, per benchmark, what the items are."""
     if source == "demo":
-        return Audit([row.item for row in load_audit_corpus(rules, [benchmark])],
-                     audit_about()[benchmark])
+        return Private([row.item for row in load_private_corpus(rules, [benchmark])],
+                       private_about()[benchmark])
     about_path = Path(source) / ABOUT_FILE
     try:
         about = json.loads(about_path.read_text(encoding="utf-8"))[benchmark]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise BenchmarkError(f"{about_path} must say, per benchmark, what its audit items are "
+        raise BenchmarkError(f"{about_path} must say, per benchmark, what its private items are "
                              f"(published in the manifest); no {benchmark} entry: {exc}") from exc
     if not isinstance(about, str) or not about.strip():
         raise BenchmarkError(f"{about_path}: the {benchmark} entry must be a sentence")
     # ids of their own, so a private item never shares one with the public dataset's
-    return Audit([dataclasses.replace(item, id=f"audit/{item.id}")
-                  for item in load_items(benchmark, source, rules)], about.strip())
+    return Private([dataclasses.replace(item, id=f"private/{item.id}")
+                    for item in load_items(benchmark, source, rules)], about.strip())
 
 
 def seed_from_env() -> str:
@@ -91,7 +94,7 @@ def _rank(seed: str, benchmark: str, item_id: str) -> bytes:
 
 def draw_splits(items: Sequence[Item], seed: str, rules: Competition,
                 exclude: Iterable[str] = ()) -> Splits:
-    """Disjoint pool and live splits of one benchmark, and the public train split.
+    """The pool split of one benchmark (the public hidden split), and the public train split.
 
     Train is a secret-seeded share (`rules.train_fraction`) of the rest: the withheld
     remainder keeps the hidden items from being the complement of the published ids.
@@ -125,26 +128,34 @@ def draw_splits(items: Sequence[Item], seed: str, rules: Competition,
     return Splits(benchmark=benchmark, hidden=hidden, train=train)
 
 
-def draw_audit(items: Sequence[Item], published: set[str], benchmark: str, seed: str,
-               rules: Competition) -> list[Item]:
-    """The audit split of one benchmark: `rules.audit_size` items of its private source, drawn by
-    the secret seed when it holds more. Refused when an item is of another benchmark, repeats
-    an id, or shares an id with the public dataset (`published`): the audit must be items no
-    miner can have collected answers for."""
-    ids = [item.id for item in items]
+def draw_private(items: Sequence[Item], published: set[str], benchmark: str, seed: str,
+                 rules: Competition) -> dict[str, list[Item]]:
+    """The audit and live splits of one benchmark, disjoint, from its private source, in the
+    secret seed's order. Refused when an item is of another benchmark, repeats an id or a
+    prompt, or shares an id or a prompt with the public dataset (`published`: its ids and
+    prompts): both splits must be items no miner can have collected answers for."""
+    ids, prompts = [item.id for item in items], [item.prompt.strip() for item in items]
     if any(item.benchmark != benchmark for item in items) or len(set(ids)) != len(ids):
-        raise BenchmarkError(f"the {benchmark} audit source holds items of another benchmark "
+        raise BenchmarkError(f"the {benchmark} private source holds items of another benchmark "
                              "or repeated ids")
-    public = sorted(set(ids) & published)
+    if len(set(prompts)) != len(prompts):
+        raise BenchmarkError(f"the {benchmark} private source holds the same question twice")
+    public = sorted(set(ids) & published) or sorted(set(prompts) & published)
     if public:
-        raise BenchmarkError(f"the {benchmark} audit source holds {len(public)} item(s) of the "
-                             f"public dataset (e.g. {public[0]}); the audit must be items that "
-                             "were never published")
-    if len(items) < rules.audit_size:
-        raise BenchmarkError(f"the {benchmark} audit source holds {len(items)} items; the rules "
-                             f"audit {rules.audit_size}")
-    return sorted(items, key=lambda item: _rank(seed, f"{benchmark}.audit", item.id))[
-        :rules.audit_size]
+        raise BenchmarkError(f"the {benchmark} private source holds {len(public)} item(s) of the "
+                             f"public dataset (e.g. {public[0][:80]!r}); the audit and live "
+                             "questions must be items that were never published")
+    sizes = rules.private_sizes
+    needed = sum(sizes.values())
+    if len(items) < needed:
+        raise BenchmarkError(f"the {benchmark} private source holds {len(items)} items; the rules "
+                             f"draw {needed} from it (audit {sizes[AUDIT_SPLIT]}, live "
+                             f"{sizes[LIVE_SPLIT]})")
+    order = sorted(items, key=lambda item: _rank(seed, f"{benchmark}.private", item.id))
+    drawn, start = {}, 0
+    for split in PRIVATE_SPLITS:
+        drawn[split], start = order[start:start + sizes[split]], start + sizes[split]
+    return drawn
 
 
 def public_items(manifest: dict, benchmark: str, source: str, rules: Competition,

@@ -52,7 +52,8 @@ class Miner:
 MINERS = (Miner("alice", seed=1, pr=1), Miner("bob", seed=7, pr=2, start="zero"))
 COPIER = Miner("mallory", seed=0, pr=3)  # submits the king's head with its role rows permuted
 # asks the pool about every corpus item outside the published train ids (the hidden pool is
-# among them) and fits a head to exactly those answers: the never-published audit catches it
+# among them) and fits a head to exactly those answers: the never-published audit and live
+# questions catch it
 MEMORISER = Miner("mnemo", seed=11, pr=4)
 # each miner's training run, full and --fast: the search starts from a fit of each row's best
 # model (train/start.py), which already routes by topic, so a few generations refine it
@@ -60,10 +61,11 @@ GENERATIONS, FAST_GENERATIONS = 15, 5
 # the miners' CMA-ES population: about 60% of the default for the demo's 1,536 numbers, which
 # trains a head as good on held-out rows in 60% of the time (a miner keeps the default)
 POPSIZE = 16
-AUDIT_SIZE = 60  # the demo's private audit per benchmark: every item of evaluator/data/corpus/audit
+# the demo's audit per benchmark: with the live split, every item of evaluator/data/corpus/private
+AUDIT_SIZE = 60
 # the demo's eval half per benchmark and share of the rest published as train ids: its corpus
-# holds 390 to 420 public items a benchmark; a pool of twice EVAL_SIZE and the live split leave
-# 150 to 180, of which the honest miners train on TRAIN_FRACTION, enough to learn the topics
+# holds 330 to 360 public items a benchmark; a pool of twice EVAL_SIZE leaves 150 to 180, of
+# which the honest miners train on TRAIN_FRACTION, enough to learn the topics
 EVAL_SIZE, TRAIN_FRACTION = 90, 0.8
 FAIRNESS_SCALE = 0.05  # of `tinyrouter fairness`'s trial counts: seconds, not minutes
 
@@ -153,7 +155,7 @@ def build_encoder(ws: Workspace) -> None:
 
 
 def seal(ws: Workspace) -> None:
-    tinyrouter(ws, "seal", "--source", "demo", "--audit-source", "demo", "--out-dir", ws.hidden,
+    tinyrouter(ws, "seal", "--source", "demo", "--private-source", "demo", "--out-dir", ws.hidden,
                "--manifest", ws.repo / MANIFEST_PATH,
                "--pool-url", ws.pool_url, "--ledger", ws.private / "seal-ledger.jsonl")
     tinyrouter(ws, "verify-benchmark", "--dir", ws.hidden,

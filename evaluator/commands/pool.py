@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from evaluator.benchmarks.corpus import load_corpus, load_personas, read_corpus
+from evaluator.benchmarks.corpus import load_corpus, load_personas, load_private_corpus, read_corpus
 from evaluator.commands.output import write_json_out
 from evaluator.errors import PoolError, UsageError
 from evaluator.pool.client import BASE_URL_ENV
@@ -22,7 +22,8 @@ def add_pool(parser: argparse.ArgumentParser) -> None:
                          "skills, deterministically from the seed")
     simulate.add_argument("--corpus", metavar="FILE", action="append", type=Path,
                           help="corpus JSONL (Item fields + responses.right/.wrong); "
-                               "repeatable; default: the bundled demo corpus")
+                               "repeatable; default: the bundled demo corpus and its private "
+                               "items (the demo's audit and live questions)")
     simulate.add_argument("--personas", metavar="FILE", type=Path,
                           help="persona skills JSON; default: the bundled personas")
     simulate.add_argument("--port", type=int, default=0, help="port (0: a free one)")
@@ -49,7 +50,7 @@ PARSERS = {"pool": add_pool}
 def load_inputs(corpus_files: list[Path] | None, personas_file: Path | None,
                 rules: Competition) -> tuple[list, dict]:
     corpus = ([entry for path in corpus_files for entry in read_corpus(path)] if corpus_files
-              else load_corpus(rules))
+              else load_corpus(rules) + load_private_corpus(rules))
     if not personas_file:
         return corpus, load_personas(rules)
     try:

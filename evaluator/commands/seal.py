@@ -24,7 +24,7 @@ from evaluator.benchmarks.sealing import (
     sealed_path,
     verify_benchmark,
 )
-from evaluator.benchmarks.splits import load_audit, load_items, seed_from_env
+from evaluator.benchmarks.splits import load_items, load_private, seed_from_env
 from evaluator.collect import answer_items, pool_client_factory
 from evaluator.errors import BenchmarkError, UsageError
 from evaluator.files import write_json
@@ -37,17 +37,19 @@ DEFAULT_MANIFEST = str(MANIFEST_PATH)
 
 
 def add_seal(seal: argparse.ArgumentParser) -> None:
-    seal.description = ("Draw the hidden splits with the secret BENCHMARK_SEED, take the audit "
-                        "from the private audit source, collect each pool model's cached "
+    seal.description = ("Draw the hidden splits with the secret BENCHMARK_SEED (the pool from "
+                        "the public dataset, the audit and the live questions from the private "
+                        "source), collect each pool model's cached "
                         "answers, seal every split with BENCHMARK_PASSWORD into OUT_DIR and "
                         "write the public manifest. Both secrets come from the "
                         "environment only.")
     seal.add_argument("--source", default="hub",
                       help="demo (bundled corpus), hub, or a local copy of the data")
-    seal.add_argument("--audit-source", required=True,
-                      help="the private audit, items that were never published: demo (the "
-                           "demo's own), or a folder with one folder per benchmark in the "
-                           "upstream schema and about.json saying what they are")
+    seal.add_argument("--private-source", required=True,
+                      help="items that were never published, the audit and the live questions "
+                           "are drawn from: demo (the demo's own), or a folder with one folder "
+                           "per benchmark in the upstream schema and about.json saying what "
+                           "they are")
     seal.add_argument("--out-dir", default=os.environ.get(DIR_ENV),
                       help=f"where the sealed files go, outside the repository "
                            f"(default: ${DIR_ENV})")
@@ -121,7 +123,7 @@ def run_seal(args: argparse.Namespace) -> int:
     kdf = KdfParams(args.kdf_log2n, OFFICIAL_KDF.r, OFFICIAL_KDF.p)
     kdf.check()
     items = {b: load_items(b, args.source, rules) for b in benchmarks}
-    audits = {b: load_audit(b, args.audit_source, rules) for b in benchmarks}
+    privates = {b: load_private(b, args.private_source, rules) for b in benchmarks}
     ledger = Path(args.ledger) if args.ledger else out_dir / LEDGER_FILE
     make_client = pool_client_factory(args.pool_url, ledger, rules)
     answered: list[AnsweredItem] = []
@@ -135,7 +137,7 @@ def run_seal(args: argparse.Namespace) -> int:
         return rows
 
     manifest = seal_benchmarks(items, answer, out_dir, args.manifest, password, seed, rules,
-                               audits, kdf)
+                               privates, kdf)
     for benchmark in benchmarks:
         entry = manifest["benchmarks"][benchmark]
         counts = ", ".join(f"{s} {entry['splits'][s]['count']}" for s in SEALED_SPLITS)

@@ -24,7 +24,7 @@ from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from evaluator.benchmarks.corpus import load_audit_corpus, load_corpus, load_personas
+from evaluator.benchmarks.corpus import load_corpus, load_personas, load_private_corpus
 from evaluator.loop import THINKER, TURN_HEADER_RE, VERIFIER, WORKER
 from evaluator.rules import ROLES, Competition
 
@@ -483,8 +483,8 @@ def serve_simulator(simulator: Simulator, host: str = "127.0.0.1",
 
 def bundled_simulator(rules: Competition, seed: int = 0,
                       fault_rates: Mapping[str, float] | None = None) -> Simulator:
-    """The simulator over the bundled demo corpus, its audit items and persona skills."""
-    return Simulator(load_corpus(rules) + load_audit_corpus(rules), load_personas(rules), rules,
+    """The simulator over the bundled demo corpus, its private items and persona skills."""
+    return Simulator(load_corpus(rules) + load_private_corpus(rules), load_personas(rules), rules,
                      seed=seed,
                      fault_rates=fault_rates)
 

@@ -28,7 +28,7 @@ from evaluator.benchmarks.sealing import (
     train_path,
     verify_benchmark,
 )
-from evaluator.benchmarks.splits import Audit
+from evaluator.benchmarks.splits import Private
 from evaluator.errors import BenchmarkError
 from evaluator.leaderboard import validate
 from evaluator.rules import OFFICIAL, SEALED_SPLITS
@@ -47,10 +47,11 @@ def items(benchmark: str, n: int = 18) -> list[Item]:
             for i in range(n)]
 
 
-def audits(benchmarks=SMALL.benchmarks, n: int = 5) -> dict[str, Audit]:
-    """Each benchmark's private audit source: items that are not in the public `items`."""
-    return {b: Audit([Item(b, f"{b}-new-{i}", f"{SECRET_PROMPT} new {i}?", str(i), "algebra")
-                      for i in range(n)], f"{n} questions written for the tests")
+def privates(benchmarks=SMALL.benchmarks, n: int = 5) -> dict[str, Private]:
+    """Each benchmark's private source (the audit's 3 and the live split's 2): items that are
+    not in the public `items`."""
+    return {b: Private([Item(b, f"{b}-new-{i}", f"{SECRET_PROMPT} new {i}?", str(i), "algebra")
+                        for i in range(n)], f"{n} questions written for the tests")
             for b in benchmarks}
 
 
@@ -67,7 +68,7 @@ def sealed(tmp_path: Path) -> tuple[Path, Path]:
     """A sealed two-benchmark set under SMALL rules: (directory, manifest path)."""
     out, manifest = tmp_path / "sealed", tmp_path / "leaderboard" / "manifest.json"
     seal_benchmarks({b: items(b) for b in SMALL.benchmarks}, fake_answer, out, manifest,
-                    PASSWORD, SEED, SMALL, audits(), FAST)
+                    PASSWORD, SEED, SMALL, privates(), FAST)
     return out, manifest
 
 
@@ -161,7 +162,7 @@ def test_manifest_has_the_public_contract_and_verifies(sealed):
         assert {s: v["count"] for s, v in entry["splits"].items()} == SMALL.sealed_sizes
         hidden = {row.item.id if isinstance(row, AnsweredItem) else row.id
                   for rows in opened[benchmark].values() for row in rows}
-        assert len(entry["train_ids"]) == round((14 - 11) * SMALL.train_fraction)
+        assert len(entry["train_ids"]) == round((18 - SMALL.pool_size) * SMALL.train_fraction)
         assert not hidden & set(entry["train_ids"])
         assert entry["baselines"] == from_answered(opened[benchmark]["pool"], SMALL.pool_names)
         train = open_train_items(out, manifest, SMALL)[benchmark]
@@ -232,7 +233,7 @@ def test_sealing_one_benchmark_keeps_the_others_in_the_manifest(sealed):
     out, manifest_path = sealed
     before = load_manifest(manifest_path)["benchmarks"]
     seal_benchmarks({"mmlu": items("mmlu")}, fake_answer, out, manifest_path, PASSWORD, SEED,
-                    SMALL, audits(), FAST)
+                    SMALL, privates(), FAST)
     after = load_manifest(manifest_path)
     assert after["benchmarks"]["math500"] == before["math500"]
     # same seed, same items: same draw, but fresh salts give new commitments
@@ -244,29 +245,32 @@ def test_sealing_one_benchmark_keeps_the_others_in_the_manifest(sealed):
 def test_answers_out_of_order_are_refused(tmp_path):
     with pytest.raises(BenchmarkError, match="do not match the items asked"):
         seal_benchmarks({"mmlu": items("mmlu")}, lambda todo: fake_answer(todo[::-1]),
-                        tmp_path, tmp_path / "m.json", PASSWORD, SEED, SMALL, audits(), FAST)
+                        tmp_path, tmp_path / "m.json", PASSWORD, SEED, SMALL, privates(), FAST)
 
 
 @pytest.mark.parametrize(("source", "message"), [
-    (audits(n=2), "holds 2 items; the rules audit 3"),
-    ({"mmlu": Audit([*audits(n=5)["mmlu"].items, items("mmlu")[0]], "x")},
+    (privates(n=4), r"holds 4 items; the rules draw 5 from it \(audit 3, live 2\)"),
+    ({"mmlu": Private([*privates(n=5)["mmlu"].items, items("mmlu")[0]], "x")},
      r"holds 1 item\(s\) of the public dataset"),
-    ({"mmlu": Audit([Item("math500", "m-1", "q", "1", "algebra")] * 4, "x")},
+    ({"mmlu": Private([Item("math500", "m-1", "q", "1", "algebra")] * 6, "x")},
      "items of another benchmark or repeated ids"),
 ])
-def test_an_audit_source_that_is_not_private_and_whole_is_refused(tmp_path, source, message):
+def test_a_private_source_that_is_not_private_and_whole_is_refused(tmp_path, source, message):
     with pytest.raises(BenchmarkError, match=message):
         seal_benchmarks({"mmlu": items("mmlu")}, fake_answer, tmp_path, tmp_path / "m.json",
                         PASSWORD, SEED, SMALL, {"mmlu": source["mmlu"]}, FAST)
 
 
-def test_the_audit_is_sealed_committed_and_described_never_published(sealed):
+def test_the_audit_and_live_splits_are_sealed_from_the_private_source_never_published(sealed):
     out, manifest_path = sealed
     entry = load_manifest(manifest_path)["benchmarks"]["mmlu"]
-    assert entry["audit"] == {"about": "5 questions written for the tests"}
+    assert entry["private"] == {"about": "5 questions written for the tests"}
     assert entry["splits"]["audit"]["count"] == SMALL.audit_size
-    rows = open_benchmark(out, PASSWORD, SMALL)["mmlu"]["audit"]
-    assert all(r.item.id.startswith("mmlu-new-") and r.answers for r in rows)
+    opened = open_benchmark(out, PASSWORD, SMALL)["mmlu"]
+    assert all(r.item.id.startswith("mmlu-new-") and r.answers for r in opened["audit"])
+    # the live questions too: a head fitted to the public answers knows nothing of them
+    assert all(item.id.startswith("mmlu-new-") for item in opened["live"])
+    assert len({r.item.id for r in opened["audit"]} | {i.id for i in opened["live"]}) == 5
     assert SECRET_PROMPT not in manifest_path.read_text()
 
 

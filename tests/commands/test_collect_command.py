@@ -17,8 +17,8 @@ from evaluator.pool.ledger import verify_ledger
 from evaluator.pool.simulator import Simulator, serve_simulator
 from evaluator.rules import Competition
 
-N_ITEMS = 34
-N_AUDIT = 5
+N_ITEMS = 32
+N_PRIVATE = 5  # the audit's 3 and the live split's 2
 SMALL = {"eval_size": 6, "audit_size": 3, "live_size": 2, "benchmarks": ["mmlu"]}
 PASSWORD = "correct horse battery staple"
 
@@ -29,20 +29,20 @@ def world(tmp_path: Path, monkeypatch):
     rows = [{"question": f"Question {i}: which option is listed as number {i % 4 + 1}?",
              "subject": "astronomy", "choices": ["one", "two", "three", "four"],
              "answer": i % 4} for i in range(N_ITEMS)]
-    source, audit = tmp_path / "source", tmp_path / "private-audit"
-    audit_rows = [{"question": f"Never published {i}: which option is listed as number "
+    source, private = tmp_path / "source", tmp_path / "private"
+    private_rows = [{"question": f"Never published {i}: which option is listed as number "
                                f"{i % 4 + 1}?", "subject": "astronomy",
                    "choices": ["one", "two", "three", "four"], "answer": i % 4}
-                  for i in range(N_AUDIT)]
-    for folder, upstream in ((source, rows), (audit, audit_rows)):
+                  for i in range(N_PRIVATE)]
+    for folder, upstream in ((source, rows), (private, private_rows)):
         (folder / "mmlu" / "all").mkdir(parents=True)
         (folder / "mmlu" / "all" / "test-00000-of-00001.jsonl").write_text(
             "".join(json.dumps(r) + "\n" for r in upstream))
-    (audit / "about.json").write_text(json.dumps({"mmlu": "5 questions written for the test"}))
+    (private / "about.json").write_text(json.dumps({"mmlu": "5 questions written for the test"}))
     rules_file = tmp_path / "small.json"
     rules_file.write_text(json.dumps(SMALL))
     rules = Competition.load(rules_file)
-    items = MMLU().items_from_rows(rows) + MMLU().items_from_rows(audit_rows)
+    items = MMLU().items_from_rows(rows) + MMLU().items_from_rows(private_rows)
     entries = [CorpusItem(item, f"Answer: {item.reference}",
                            f"Answer: {'B' if item.reference == 'A' else 'A'}") for item in items]
     personas = {m: {"mmlu": {"astronomy": p}} for m, p in zip(rules.pool_names, (0.9, 0.5, 0.1),
@@ -51,7 +51,7 @@ def world(tmp_path: Path, monkeypatch):
     monkeypatch.setenv(SEED_ENV, "a-secret-seed-of-enough-length")
     sim = Simulator(entries, personas, rules=rules)
     with serve_simulator(sim) as url:
-        world = dict(repo=tmp_path / "repo", source=source, audit=audit, rules_file=rules_file,
+        world = dict(repo=tmp_path / "repo", source=source, private=private, rules_file=rules_file,
                      rules=rules,
                      sim=sim, url=url, sealed=tmp_path / "sealed", data=tmp_path / "data")
         world["repo"].mkdir()
@@ -63,8 +63,8 @@ def tinyrouter(world, *args: str) -> int:
 
 
 def seal(world, *extra: str) -> int:
-    return tinyrouter(world, "seal", "--source", str(world["source"]), "--audit-source",
-                      str(world["audit"]), "--out-dir",
+    return tinyrouter(world, "seal", "--source", str(world["source"]), "--private-source",
+                      str(world["private"]), "--out-dir",
                       str(world["sealed"]), "--manifest",
                       str(world["repo"] / "leaderboard" / "manifest.json"),
                       "--pool-url", world["url"], "--kdf-log2n", "10", *extra)
@@ -89,7 +89,8 @@ def test_seal_then_verify_through_the_pool(world, capsys):
                       str(world["repo"] / "leaderboard" / "manifest.json")) == 0
     assert "commitments match" in capsys.readouterr().out
     assert "Question" not in out and "Never published" not in out  # no hidden item printed
-    assert all(r.item.id.startswith("audit/") for r in opened["audit"])
+    assert all(r.item.id.startswith("private/") for r in opened["audit"])
+    assert all(item.id.startswith("private/") for item in opened["live"])
 
 
 def test_collect_is_resumable_ledgered_and_train_only(world, capsys):

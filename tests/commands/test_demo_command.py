@@ -133,8 +133,13 @@ def test_the_memorising_miner_is_never_crowned(demo):
     if record["outcome"] == "rejected":
         assert record["reason"].startswith("gate 5 (overfit)")
     manifest = read(demo / "repo" / "leaderboard" / "manifest.json")
-    assert all(entry["splits"]["audit"]["count"] == 60 and entry["audit"]["about"]
+    assert all(entry["splits"]["audit"]["count"] == 60 and entry["private"]["about"]
                for entry in manifest["benchmarks"].values())
+    # it collected every public item, yet neither its audit nor its live questions are among them
+    private = read(demo / "private" / "mnemo-1.json")
+    played = [item["id"] for items in private["challenger"]["items"].values()
+              for part in ("audit", "live") for item in items[part]]
+    assert len(played) >= 3 * (60 + 20) and all("-private-" in item_id for item_id in played)
 
 
 def test_the_fairness_figures_are_published_on_the_site(demo):

@@ -166,7 +166,8 @@ def seal_sets(directory: Path, sets: dict, password: str, repo: Path | None = No
         write_train_items(directory, bench, train)
         entries[bench] = {"splits": public, "train_ids": [i.id for i in train],
                           "baselines": from_answered(splits["pool"], RULES.pool_names),
-                          "audit": {"about": f"{len(splits['audit'])} items written for the tests"}}
+                          "private": {"about": f"{len(splits['audit']) + len(splits['live'])} "
+                                                   "items written for the tests"}}
     if repo is not None:
         write_json(Store(repo).file("manifest.json"), build_manifest(entries))
     return directory

@@ -15,20 +15,20 @@ from evaluator.benchmarks import get_benchmark
 from evaluator.benchmarks.corpus import (
     CorpusError,
     CorpusItem,
-    audit_about,
     check_personas,
     expected_accuracy,
-    load_audit_corpus,
     load_corpus,
     load_personas,
+    load_private_corpus,
     parse_line,
+    private_about,
 )
 from evaluator.benchmarks.livecodebench import extract_program
 from evaluator.pool.simulator import Simulator
 from evaluator.rules import BENCHMARKS, OFFICIAL
 
-# enough for the official pool and live splits with public train items left over
-MIN_ITEMS = OFFICIAL.pool_size + OFFICIAL.live_size + 20
+# enough for the official pool with public train items left over
+MIN_ITEMS = OFFICIAL.pool_size + 20
 MIN_ORACLE_GAP = 0.10
 MIN_CATEGORY_ROUTING_GAP = 0.20  # a head that reads the category wins by a wide margin
 
@@ -38,20 +38,20 @@ def bundled() -> dict[str, list[CorpusItem]]:
     return {name: load_corpus(OFFICIAL, [name]) for name in BENCHMARKS}
 
 
-@pytest.fixture(scope="module", params=["corpus", "audit"])
+@pytest.fixture(scope="module", params=["corpus", "private"])
 def gradable(request) -> dict[str, list[CorpusItem]]:
-    """The corpus, then the demo's private audit items: both must grade as labelled."""
-    load = load_corpus if request.param == "corpus" else load_audit_corpus
+    """The corpus, then the demo's private items: both must grade as labelled."""
+    load = load_corpus if request.param == "corpus" else load_private_corpus
     return {name: load(OFFICIAL, [name]) for name in BENCHMARKS}
 
 
-def test_the_audit_items_are_never_among_the_corpus_items(bundled):
-    audit = load_audit_corpus(OFFICIAL)
+def test_the_private_items_are_never_among_the_corpus_items(bundled):
+    private = load_private_corpus(OFFICIAL)
     known = {e.item.id for v in bundled.values() for e in v}
     prompts = {e.item.prompt for v in bundled.values() for e in v}
-    assert audit and not {e.item.id for e in audit} & known
-    assert not {e.item.prompt for e in audit} & prompts
-    assert set(audit_about()) == set(BENCHMARKS)
+    assert private and not {e.item.id for e in private} & known
+    assert not {e.item.prompt for e in private} & prompts
+    assert set(private_about()) == set(BENCHMARKS)
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +62,10 @@ def skills() -> dict:
 # Shape --------------------------------------------------------------------------------------
 
 
-def test_the_audit_is_like_the_corpus_in_its_mix_of_topics():
+def test_the_private_items_are_like_the_corpus_in_their_mix_of_topics():
     """The audit stands for the pool on items nobody could collect: a different mix of topics
     would make an honest head's lead differ between the two, and look like memorising."""
-    corpus, audit = load_corpus(OFFICIAL), load_audit_corpus(OFFICIAL)
+    corpus, audit = load_corpus(OFFICIAL), load_private_corpus(OFFICIAL)
     for bench in BENCHMARKS:
         public = Counter(e.item.category for e in corpus if e.item.benchmark == bench)
         private = Counter(e.item.category for e in audit if e.item.benchmark == bench)

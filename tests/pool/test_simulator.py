@@ -393,8 +393,10 @@ def test_the_bundled_corpus_and_personas_are_the_default(monkeypatch, corpus):
     for module in (command, simulator):
         monkeypatch.setattr(module, "load_corpus", lambda rules, benchmarks=None: corpus[:3])
         monkeypatch.setattr(module, "load_personas", lambda rules: PERSONAS)
-    monkeypatch.setattr(simulator, "load_audit_corpus", lambda rules: corpus[3:5])
-    assert load_inputs(None, None, OFFICIAL) == (corpus[:3], PERSONAS)
+    for module in (command, simulator):
+        monkeypatch.setattr(module, "load_private_corpus", lambda rules: corpus[3:5])
+    # the private items too: a rehearsal seals its audit and plays its live questions from them
+    assert load_inputs(None, None, OFFICIAL) == (corpus[:5], PERSONAS)
     sim = bundled_simulator(OFFICIAL, seed=4)
-    # the demo's simulator also answers the private audit items, for their cached answers
+    # the demo's simulator also answers the private items: the audit's cached answers, the live play
     assert sim.entries == corpus[:5] and sim.seed == 4

@@ -66,7 +66,7 @@ def manifest(costs: bool = True) -> dict[str, Any]:
         benchmarks[bench] = {
             "splits": {split: {"count": size, "commitment": hashlib.sha256(
                 f"{bench}{split}".encode()).hexdigest()}
-                for split, size in OFFICIAL.split_sizes.items()},
+                for split, size in OFFICIAL.sealed_sizes.items()},
             "train_ids": [f"{bench}-{n}" for n in range(40)],
             "baselines": baselines}
     return {"format": 1, "benchmarks": benchmarks, "sealed_at": stamp(-3),
