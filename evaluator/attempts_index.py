@@ -52,6 +52,11 @@ ORIGINAL = 1  # a row's flag: gate 3 compares new heads with this one
 NO_PR = -1
 
 
+def _key(login: str) -> bytes:
+    """A login as the rows hold it, to look up (a login the rows cannot hold matches none)."""
+    return login.lower().encode("ascii", "replace")
+
+
 def _row(values: int) -> np.dtype:
     return np.dtype([("offset", "<u8"), ("pr", "<i8"), ("flags", "u1"), ("miner", "S39"),
                      ("projection", "<f2", (values,))])
@@ -80,12 +85,12 @@ class AttemptsIndex:
         """The lines of this miner (any case) and of this PR (of no PR when None), in the
         log's order: all that the gates but gate 3 read, and what the record step checks a
         new line against. ValueError when a row does not point at its line."""
-        picked = self.rows["miner"] == login.lower().encode("ascii", "replace")
+        picked = self.rows["miner"] == _key(login)
         picked |= self.rows["pr"] == (NO_PR if pr is None else pr)
         found = []
         for row in np.flatnonzero(picked).tolist():
             attempt = self.attempt(row)
-            if (attempt.miner.lower().encode("ascii", "replace") != self.rows["miner"][row]
+            if (_key(attempt.miner) != self.rows["miner"][row]
                     or (NO_PR if attempt.pr is None else attempt.pr) != self.rows["pr"][row]):
                 raise ValueError(f"{INDEX_FILE} row {row + 1} does not point at its line")
             found.append(attempt)
@@ -95,7 +100,7 @@ class AttemptsIndex:
         """(rows, float32 projections) of the earlier originals gate 3 compares a head of
         `login` in `pr` with: other miners', other PRs'."""
         keep = (self.rows["flags"] & ORIGINAL).astype(bool)
-        keep &= self.rows["miner"] != login.lower().encode("ascii", "replace")
+        keep &= self.rows["miner"] != _key(login)
         if pr is not None:
             keep &= self.rows["pr"] != pr
         rows = np.flatnonzero(keep)
@@ -223,7 +228,7 @@ def rows_of(log_bytes: bytes, start: int, rules: Competition,
                 attempt = Attempt.from_dict(loads_finite(line.decode("utf-8")))
                 row = rows[count]
                 row["offset"], row["pr"] = at, NO_PR if attempt.pr is None else attempt.pr
-                row["miner"] = attempt.miner.lower().encode("ascii")
+                row["miner"] = attempt.miner.lower().encode("ascii")  # a login is ASCII
                 if attempt.is_original and not _nothing_on(attempt, rules, basis):
                     if attempt.seen is None or attempt.seen.basis != basis.digest:
                         return None

@@ -394,8 +394,7 @@ def seal_one(items: Sequence[Item], answer: Answerer, out_dir: str | Path, passw
     questions); returns its manifest entry."""
     splits = draw_splits(items, seed, rules)
     benchmark = splits.benchmark
-    published = {item.id for item in items} | {item.prompt.strip() for item in items}
-    drawn = draw_private(private.items, published, benchmark, seed, rules)
+    drawn = draw_private(private.items, items, benchmark, seed, rules)
     rows: dict[str, list] = {LIVE_SPLIT: drawn[LIVE_SPLIT]}
     for split, todo in ((POOL_SPLIT, list(splits.hidden[POOL_SPLIT])),
                         (AUDIT_SPLIT, drawn[AUDIT_SPLIT])):

@@ -22,7 +22,7 @@ from evaluator import vault
 from evaluator.benchmarks import get_benchmark
 from evaluator.benchmarks.corpus import load_corpus, load_private_corpus, private_about
 from evaluator.errors import BenchmarkError
-from evaluator.rules import AUDIT_SPLIT, LIVE_SPLIT, PRIVATE_SPLITS, SPLITS, Competition
+from evaluator.rules import Competition
 from evaluator.types import Item
 
 log = logging.getLogger(__name__)
@@ -114,48 +114,54 @@ def draw_splits(items: Sequence[Item], seed: str, rules: Competition,
     needed = sum(sizes.values())
     if len(pool) < needed:
         raise BenchmarkError(f"{benchmark} has {len(pool)} usable items; the hidden splits "
-                             f"need {needed} ({', '.join(f'{s} {sizes[s]}' for s in SPLITS)})")
+                             f"need {needed} ({_sizes(sizes)})")
     order = sorted(pool, key=lambda item: _rank(seed, benchmark, item.id))
-    hidden, start = {}, 0
-    for split in SPLITS:
-        hidden[split] = tuple(order[start:start + sizes[split]])
-        start += sizes[split]
-    rest = order[start:]
+    hidden = {split: tuple(run) for split, run in _take(order, sizes).items()}
+    rest = order[needed:]
     published = {item.id for item in rest[:round(rules.train_fraction * len(rest))]}
     train = tuple(item for item in pool if item.id in published)
     log.info("%s: %s, train %d", benchmark,
-             ", ".join(f"{s} {len(hidden[s])}" for s in SPLITS), len(train))
+             _sizes({s: len(v) for s, v in hidden.items()}), len(train))
     return Splits(benchmark=benchmark, hidden=hidden, train=train)
 
 
-def draw_private(items: Sequence[Item], published: set[str], benchmark: str, seed: str,
+def _sizes(sizes: dict[str, int]) -> str:
+    return ", ".join(f"{split} {size}" for split, size in sizes.items())
+
+
+def _take(order: Sequence[Item], sizes: dict[str, int]) -> dict[str, list[Item]]:
+    """Consecutive runs of `order`, one per split in `sizes`' order."""
+    taken, start = {}, 0
+    for split, size in sizes.items():
+        taken[split], start = list(order[start:start + size]), start + size
+    return taken
+
+
+def draw_private(items: Sequence[Item], public: Sequence[Item], benchmark: str, seed: str,
                  rules: Competition) -> dict[str, list[Item]]:
     """The audit and live splits of one benchmark, disjoint, from its private source, in the
     secret seed's order. Refused when an item is of another benchmark, repeats an id or a
-    prompt, or shares an id or a prompt with the public dataset (`published`: its ids and
-    prompts): both splits must be items no miner can have collected answers for."""
+    prompt, or shares an id or a prompt with the `public` dataset: both splits must be items no
+    miner can have collected answers for."""
     ids, prompts = [item.id for item in items], [item.prompt.strip() for item in items]
     if any(item.benchmark != benchmark for item in items) or len(set(ids)) != len(ids):
         raise BenchmarkError(f"the {benchmark} private source holds items of another benchmark "
                              "or repeated ids")
     if len(set(prompts)) != len(prompts):
         raise BenchmarkError(f"the {benchmark} private source holds the same question twice")
-    public = sorted(set(ids) & published) or sorted(set(prompts) & published)
-    if public:
-        raise BenchmarkError(f"the {benchmark} private source holds {len(public)} item(s) of the "
-                             f"public dataset (e.g. {public[0][:80]!r}); the audit and live "
+    shared = (sorted(set(ids) & {item.id for item in public})
+              or sorted(set(prompts) & {item.prompt.strip() for item in public}))
+    if shared:
+        raise BenchmarkError(f"the {benchmark} private source holds {len(shared)} item(s) of the "
+                             f"public dataset (e.g. {shared[0][:80]!r}); the audit and live "
                              "questions must be items that were never published")
     sizes = rules.private_sizes
     needed = sum(sizes.values())
     if len(items) < needed:
         raise BenchmarkError(f"the {benchmark} private source holds {len(items)} items; the rules "
-                             f"draw {needed} from it (audit {sizes[AUDIT_SPLIT]}, live "
-                             f"{sizes[LIVE_SPLIT]})")
-    order = sorted(items, key=lambda item: _rank(seed, f"{benchmark}.private", item.id))
-    drawn, start = {}, 0
-    for split in PRIVATE_SPLITS:
-        drawn[split], start = order[start:start + sizes[split]], start + sizes[split]
-    return drawn
+                             f"draw {needed} from it ({_sizes(sizes)})")
+    return _take(sorted(items, key=lambda item: _rank(seed, f"{benchmark}.private", item.id)),
+                 sizes)
 
 
 def public_items(manifest: dict, benchmark: str, source: str, rules: Competition,
