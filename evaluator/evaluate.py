@@ -50,7 +50,15 @@ from evaluator.records import (
     Partition,
     Result,
 )
-from evaluator.rules import AUDIT_SPLIT, LIVE_SPLIT, PARTITION, POOL_SPLIT, Competition
+from evaluator.rules import (
+    AUDIT_SPLIT,
+    CACHED_SETS,
+    LIVE_SPLIT,
+    PARTITION,
+    POOL_SPLIT,
+    REST,
+    Competition,
+)
 from evaluator.scoring import (
     BenchmarkScore,
     Measured,
@@ -88,7 +96,8 @@ class HeadRun:
     def measured(self, bench: str, rules: Competition) -> Measured:
         return measured(self.correct[bench]["eval"], self.correct[bench]["audit"],
                         self.live.get(bench, []), rules,
-                        *(self.best.get(bench, {}).get(s, ()) for s in PARTITION))
+                        *(self.best.get(bench, {}).get(s, ()) for s in PARTITION),
+                        rest_correct=self.correct[bench].get(REST, ()))
 
     def all_measured(self, rules: Competition) -> dict[str, Measured]:
         return {bench: self.measured(bench, rules) for bench in rules.benchmarks}
@@ -132,14 +141,15 @@ def partition(rows: Sequence[AnsweredItem], seed: str, bench: str,
                              f"partition {rules.pool_size}")
     key = hmac.new(seed.encode(), bench.encode(), hashlib.sha256).digest()
     order = sorted(rows, key=lambda r: hmac.new(key, r.item.id.encode(), hashlib.sha256).digest())
-    return {"eval": order[:rules.eval_size], "rest": order[rules.eval_size:]}
+    return {"eval": order[:rules.eval_size], REST: order[rules.eval_size:]}
 
 
 def scored_items(sets: Sets, seed: str, rules: Competition
                  ) -> dict[str, dict[str, list[AnsweredItem]]]:
     """Per benchmark, what the cached decisions are graded on: this evaluation's eval half of
-    the pool (public-dataset items) and the whole audit (items never published)."""
-    return {bench: {"eval": partition(pool_rows(sets, bench), seed, bench, rules)["eval"],
+    the pool (public-dataset items), the whole audit (items never published), and the pool's
+    other half, which is not scored but counts in the crown test's evidence."""
+    return {bench: {**partition(pool_rows(sets, bench), seed, bench, rules),
                     "audit": pool_rows(sets, bench, AUDIT_SPLIT)}
             for bench in rules.benchmarks}
 
@@ -173,7 +183,8 @@ def measure_cached(run: HeadRun, router: Decider, theta: np.ndarray,
                    halves: Mapping[str, Mapping[str, list[AnsweredItem]]],
                    rules: Competition, who: str = CHALLENGER_LABEL,
                    best: Mapping[str, str] | None = None) -> None:
-    """Turn-1 decisions on eval and audit; each picks that model's cached, graded answer.
+    """Turn-1 decisions on eval, audit and the pool's rest; each picks that model's cached,
+    graded answer.
     `who` (challenger or king) labels the log lines; `best`: each benchmark's best single
     model, whose answers on the same items the overfit gap compares with."""
     for bench in rules.benchmarks:
@@ -181,12 +192,12 @@ def measure_cached(run: HeadRun, router: Decider, theta: np.ndarray,
         if best is not None:
             run.best[bench] = {split: [r.answers[best[bench]].correct for r in rows[split]]
                                for split in PARTITION}
-        transcripts = [coordinator_transcript(r.item.prompt, []) for s in PARTITION
-                       for r in rows[s]]
+        sets = [s for s in CACHED_SETS if s in rows]
+        transcripts = [coordinator_transcript(r.item.prompt, []) for s in sets for r in rows[s]]
         decisions = router.decide(transcripts, theta, reuse=True)
-        run.ids[bench] = {split: [r.item.id for r in rows[split]] for split in PARTITION}
+        run.ids[bench] = {split: [r.item.id for r in rows[split]] for split in sets}
         run.decisions[bench], run.correct[bench], start = {}, {}, 0
-        for split in PARTITION:
+        for split in sets:
             mine = decisions[start:start + len(rows[split])]
             start += len(rows[split])
             run.decisions[bench][split] = list(mine)

@@ -61,6 +61,7 @@ from evaluator.simulation import (
     Hidden,
     Matrix,
     best_single,
+    cached_size,
     crowned,
     differing,
     draw_halves,
@@ -80,6 +81,10 @@ DISAGREEMENTS = (0.1, 0.3, 0.6)  # besides the least the behavioural check lets 
 ADVANTAGES = (0.01, 0.02, 0.03, 0.05)
 POWER_DISAGREEMENT = 0.3  # besides the least the behavioural check lets through
 SUBMISSIONS = (100, 300, 1000)
+# the campaign's price: a final crown bar one step stricter (the normal's upper 0.2 % point),
+# with what it would do to the campaign and to a +0.03 challenger's chance
+STRICTER_FINAL_Z = 2.878
+PRICED_ADVANTAGE = 0.03
 Z95 = 1.959964
 CLIMB_MUTATION = 0.05  # the share of items whose choice one variation of the weights changes
 CLIMB_CHECK_PARTITIONS = 16  # fresh partitions averaged to score a climber's head
@@ -137,8 +142,9 @@ def memorisation_rates(matrix: Matrix, rules: Competition, trials: int,
                        rng: np.random.Generator) -> dict[str, Any]:
     """The overfit gate as an evaluation runs it, on a head that learnt the task (the router:
     on each item the model whose chance it can learn is highest) and on one fitted to every
-    public item (the memoriser: on the eval items, which it could collect, a model whose cached
-    answer was right where one was; on the never-published audit items, the router's choice).
+    public item (the memoriser: on the pool's items, which it could collect, a model whose
+    cached answer was right where one was; on the never-published audit items, the router's
+    choice).
     Per head: how often the gate penalises or rejects it on any benchmark, and its mean lead
     over the best single model on the eval and on the audit items; for the memoriser also how
     often the crown test (cached accuracy only, after the last stage) would crown it over the
@@ -150,17 +156,18 @@ def memorisation_rates(matrix: Matrix, rules: Competition, trials: int,
         sides: dict[str, dict[str, Measured]] = {"router": {}, "memoriser": {}}
         for bench in rules.benchmarks:
             p, learnt = matrix.p[bench], matrix.learnable(bench)
-            need = rules.eval_size + rules.audit_size
+            # the pool (its eval half first, then the rest), then the audit
+            need, public, scored = cached_size(rules), rules.pool_size, rules.eval_size
             picked = rng.choice(len(p), need, replace=len(p) < need)
             right = rng.random((need, rules.n_models)) < p[picked]
             router = np.argmax(learnt[picked], axis=1)
             fitted = np.where(right.any(axis=1), np.argmax(right, axis=1), router)
-            fitted[rules.eval_size:] = router[rules.eval_size:]
-            best = right[:, int(np.argmax(right[:rules.eval_size].mean(axis=0)))].astype(float)
+            fitted[public:] = router[public:]
+            best = right[:, int(np.argmax(right[:scored].mean(axis=0)))].astype(float)
             for name, choice in (("router", router), ("memoriser", fitted)):
                 mine = right[np.arange(need), choice].astype(float)
-                m = Measured(mine[:rules.eval_size], mine[rules.eval_size:], np.zeros(0),
-                             np.zeros(0), best[:rules.eval_size], best[rules.eval_size:])
+                m = Measured(mine[:scored], mine[public:], np.zeros(0), np.zeros(0),
+                             best[:scored], best[public:], mine[scored:public])
                 sides[name][bench] = m
                 verdict = judge_gap(float(overfit_gap(m, rules)), rules)
                 found[name].append((verdict.penalty < 1.0, verdict.rejected,
@@ -219,6 +226,25 @@ def campaign(per_evaluation: float, trials: int) -> list[dict[str, float]]:
     return [{"submissions": n, "any": 1 - (1 - per_evaluation) ** n,
              "se": n * (1 - per_evaluation) ** (n - 1) * se, "upper": 1 - (1 - high) ** n}
             for n in SUBMISSIONS]
+
+
+def stricter(matrix: Matrix, rules: Competition, budget: Budget, near: float,
+             streams: Iterator[np.random.Generator]) -> dict[str, Any]:
+    """What a stricter final crown bar (`STRICTER_FINAL_Z`) buys and costs: the near-equal
+    challenger's per-evaluation false crowns and the campaign they add up to, and how often a
+    challenger better by `PRICED_ADVANTAGE` at `POWER_DISAGREEMENT` is still crowned."""
+    strict = dataclasses.replace(rules, crown_z_final=max(STRICTER_FINAL_Z, rules.crown_z_final))
+    per = crown_rate(matrix, strict, budget.campaign, next(streams), near)
+    slope = improvement_slope(matrix, POWER_DISAGREEMENT, strict)
+    share = PRICED_ADVANTAGE / slope if slope > 0 else math.inf
+    better = (crown_rate(matrix, strict, budget.crown, next(streams), POWER_DISAGREEMENT, share)
+              if share <= 1 else None)
+    return {"crown_z_final": strict.crown_z_final, "per_evaluation": per["crowned"],
+            "per_evaluation_se": per["crowned_se"], "trials": per["trials"],
+            "independent_rows": campaign(per["crowned"], per["trials"]),
+            "advantage": PRICED_ADVANTAGE, "disagreement": POWER_DISAGREEMENT,
+            "crowned": None if better is None else better["crowned"],
+            "crowned_se": None if better is None else better["crowned_se"]}
 
 
 def sessions(rows: Sequence[dict[str, Any]], benchmarks: int,
@@ -360,6 +386,8 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
                  "shared_rows": campaign(per["shared"], per["trials"])}
     progress("better challengers")
     power = power_rows(matrix, rules, budget.crown, streams)
+    progress("a stricter bar")
+    campaigns["stricter"] = stricter(matrix, rules, budget, near, streams)
     progress("hill-climbers")
     fresh = climb(matrix, rules, budget.climbers, next(streams), True, rules.disclosure_precision)
     fixed = climb(matrix, rules, budget.climbers, next(streams), False, None)

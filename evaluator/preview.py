@@ -171,7 +171,7 @@ def compare(mine: dict[str, Played], theirs: dict[str, Played], king: Head,
     final = len(rules.live_stages)
     unbiased = None if bias is None else published_crowns(
         {"stage": final, "difference": ev.difference + bias,
-         "z": (ev.difference + bias) / ev.se if ev.se > 0 else ev.z}, scope)
+         "z": (ev.weighted + bias) / ev.se if ev.se > 0 else ev.z}, scope)
     return {"head": king.label, "delta": ev.difference, "ci95": list(decided.ci95),
             "z": ev.z, "would_crown": decided.outcome == KING, "verdict": decided.reason,
             "king_bias": bias, "would_crown_unbiased": unbiased,

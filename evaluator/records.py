@@ -64,7 +64,7 @@ PUBLIC_FIELDS = {
 LATER_FIELDS = ("isolation", "crown_test")
 # What the disclosure rule rounds: in a loss, these fields; in a king's breakdown, these parts.
 ROUNDED_IN_LOSS = ("composite", "delta", "ci95")
-ROUNDED_IN_TEST = ("difference", "se", "z")  # a loss's crown test, at the disclosure precision
+ROUNDED_IN_TEST = ("difference", "weighted", "se", "z")  # a loss's crown test, at the disclosure precision
 ROUNDED_IN_BREAKDOWN = ("audit_acc",)
 PRIVATE_ONLY = ("partition", "challenger_run", "king_run")  # never in a public record
 
@@ -218,8 +218,9 @@ class Result(HeadRef):
         if self.outcome == LOST:
             public.update({name: disclosed(public[name], precision) for name in ROUNDED_IN_LOSS})
             if public["crown_test"] is not None:
-                public["crown_test"].update({name: disclosed(public["crown_test"][name], precision)
-                                             for name in ROUNDED_IN_TEST})
+                test = public["crown_test"]
+                test.update({name: disclosed(test[name], precision)
+                             for name in ROUNDED_IN_TEST if name in test})
         if public.get("per_benchmark"):
             public["per_benchmark"] = {
                 bench: {**parts, **{name: disclosed(parts[name], precision)

@@ -35,6 +35,9 @@ PRIVATE_SPLITS = (AUDIT_SPLIT, LIVE_SPLIT)  # drawn from the private source, in 
 SEALED_SPLITS = (POOL_SPLIT, LIVE_SPLIT, AUDIT_SPLIT)
 ANSWERED_SPLITS = (POOL_SPLIT, AUDIT_SPLIT)
 PARTITION = ("eval", "audit")
+# the pool's other half: not scored, but graded for the crown test's evidence (evaluator/verdict.py)
+REST = "rest"
+CACHED_SETS = (*PARTITION, REST)  # every cached item an evaluation grades each head on
 
 WEIGHTS_FILE = "weights.safetensors"
 RECEIPT_FILE = "receipt.json"
@@ -188,16 +191,24 @@ class Competition:
     overfit_confidence: float = 0.8
     novelty_questions: int = 50
     novelty_without_king: float = 0.5
-    # the crown test (SPEC §8): one-sided z of the composite difference without the overfit
-    # factor. After the first live stage z > crown_z_first crowns and z ≤ lose_z_first loses,
-    # anything between plays the rest of the live split; after it z > crown_z_final crowns.
-    # Chosen with `tinyrouter fairness`, which measures them: at most 1 % false crowns per
-    # evaluation (0.2–0.4 % measured), most near-equal matches decided at stage 1; the Fairness
-    # page gives what a campaign of near-equal submissions adds up to
-    crown_z_first: float = 3.090  # the normal's upper 0.1 % point
+    # the crown test (SPEC §8, evaluator/verdict.py): one-sided z of the composite difference
+    # without the overfit factor, its live part weighed by crown_live_weight. After the first
+    # live stage z > crown_z_first crowns and z ≤ lose_z_first loses, anything between plays
+    # the rest of the live split; after it z > crown_z_final crowns. Chosen with `tinyrouter
+    # fairness`, which measures them: at most 1 % false crowns per evaluation, most near-equal
+    # matches decided at stage 1, a router better by 0.03 crowned more often than not and one
+    # better by 0.05 nearly always, with bars as strict as that allows; the Fairness page gives
+    # what a campaign of near-equal submissions adds up to, and what a stricter bar would buy
+    # and cost
+    crown_z_first: float = 3.291  # the normal's upper 0.05 % point
     lose_z_first: float = 1.0
-    crown_z_final: float = 2.576  # the normal's upper 0.5 % point
-    # the crown test counts a challenger's lead on the eval items (public, so collectable) up
+    crown_z_final: float = 2.697  # the normal's upper 0.35 % point
+    # what z counts of the live part: a benchmark's few, noisy live questions carry less
+    # evidence per unit of composite than its cached items (the whole pool and the audit), so
+    # weighing them down makes a better router's z larger; the margin still reads the whole
+    # difference
+    crown_live_weight: float = 0.25
+    # the crown test counts a challenger's lead on the pool items (public, so collectable) up
     # to its lead on the audit plus this many standard errors of the two leads' difference:
     # an honest head keeps every item's evidence, a memorised lead gains at most the noise
     audit_slack_z: float = 1.0

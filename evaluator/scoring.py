@@ -142,7 +142,8 @@ class Measured:
     """One head's per-item outcomes on one benchmark: what every component is computed from.
 
     `eval_best`/`audit_best`: on the same items, whether the benchmark's best single model's
-    cached answer is right (empty: the gap is taken on plain accuracies)."""
+    cached answer is right (empty: the gap is taken on plain accuracies). `rest_correct`: the
+    pool's unscored half, which only the crown test reads (empty in a miner's preview)."""
 
     eval_correct: np.ndarray
     audit_correct: np.ndarray
@@ -150,14 +151,16 @@ class Measured:
     live_turns: np.ndarray
     eval_best: np.ndarray = field(default_factory=lambda: _EMPTY)
     audit_best: np.ndarray = field(default_factory=lambda: _EMPTY)
+    rest_correct: np.ndarray = field(default_factory=lambda: _EMPTY)
 
     @classmethod
     def of(cls, eval_correct: Sequence[bool], audit_correct: Sequence[bool],
            live_correct: Sequence[bool], live_turns: Sequence[float],
-           eval_best: Sequence[bool] = (), audit_best: Sequence[bool] = ()) -> Measured:
+           eval_best: Sequence[bool] = (), audit_best: Sequence[bool] = (),
+           rest_correct: Sequence[bool] = ()) -> Measured:
         return cls(*(np.asarray(v, dtype=float) for v in (eval_correct, audit_correct,
                                                           live_correct, live_turns,
-                                                          eval_best, audit_best)))
+                                                          eval_best, audit_best, rest_correct)))
 
     def _lead(self, part: str) -> np.ndarray:
         """Per item: the head's correctness minus the best single model's (when given)."""

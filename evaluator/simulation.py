@@ -2,9 +2,10 @@
 
 A correctness matrix gives, per benchmark, each pool model's chance of answering each item
 right with one Worker answer (the demo corpus's personas, or measured data in the
-`tasks[].per_model` format). A trial draws a hidden benchmark from it as sealing does (a
-scored pool and a live split per benchmark, each cached answer's correctness drawn once),
-heads as one model choice per item, and this evaluation's partition of the pool, then scores
+`tasks[].per_model` format). A trial draws a hidden benchmark from it as sealing does (the
+cached items, the pool and the audit, and a live split per benchmark, each cached answer's
+correctness drawn once), heads as one model choice per item, and this evaluation's eval half,
+audit and the pool's unscored rest, then scores
 them with `evaluator.scoring` and decides the match with `evaluator.verdict`: exactly the
 code an evaluation runs.
 
@@ -119,8 +120,14 @@ def read_matrix(paths: Sequence[Path], rules: Competition) -> Matrix:
 
 def reference_matrix(rules: Competition, accuracy: float = REFERENCE_ACCURACY) -> Matrix:
     """Every model right with the same chance on every item: a head of exactly that accuracy."""
-    return Matrix(f"accuracy {accuracy}", {b: np.full((rules.pool_size, rules.n_models), accuracy)
+    return Matrix(f"accuracy {accuracy}", {b: np.full((cached_size(rules), rules.n_models), accuracy)
                                            for b in rules.benchmarks})
+
+
+def cached_size(rules: Competition) -> int:
+    """The cached items an evaluation grades per benchmark: the pool (its eval half and the
+    rest) and the audit."""
+    return rules.pool_size + rules.audit_size
 
 
 def rules_for(matrix: Matrix, rules: Competition) -> Competition:
@@ -167,10 +174,11 @@ def draw_hidden(matrix: Matrix, rules: Competition, rng: np.random.Generator) ->
     parts: dict[str, dict[str, np.ndarray]] = {
         k: {} for k in ("p_pool", "p_live", "pool", "live", "rerun")}
     for bench in rules.benchmarks:
-        need = rules.pool_size + rules.live_size
+        cached = cached_size(rules)
+        need = cached + rules.live_size
         picks = rng.choice(len(matrix.p[bench]), need, replace=len(matrix.p[bench]) < need)
-        pool = matrix.p[bench][picks[:rules.pool_size]]
-        live = matrix.live[bench][picks[rules.pool_size:]]
+        pool = matrix.p[bench][picks[:cached]]
+        live = matrix.live[bench][picks[cached:]]
         parts["p_pool"][bench], parts["p_live"][bench] = pool, live
         parts["pool"][bench] = rng.random(pool.shape) < pool
         parts["live"][bench] = rng.random(live.shape) < live
@@ -178,18 +186,20 @@ def draw_hidden(matrix: Matrix, rules: Competition, rng: np.random.Generator) ->
     return Hidden(**parts)
 
 
-Halves = dict[str, tuple[np.ndarray, np.ndarray]]
+Halves = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 def draw_halves(rules: Competition, rng: np.random.Generator) -> Halves:
-    """This evaluation's eval items and audit items of every benchmark, as indices into the
-    drawn pool: the audit stands for the private audit, items like the pool's that no head was
-    fitted to (`memoriser` is the head that was fitted to the eval items)."""
+    """This evaluation's eval items, audit items and the pool's unscored rest of every
+    benchmark, as indices into the drawn cached items: the audit stands for the private audit,
+    items like the pool's that no head was fitted to (`memoriser` is the head that was fitted
+    to the public ones)."""
     halves = {}
     for bench in rules.benchmarks:
-        order = rng.permutation(max(rules.pool_size, rules.eval_size + rules.audit_size))
-        halves[bench] = (order[:rules.eval_size],
-                         order[rules.eval_size:rules.eval_size + rules.audit_size])
+        order = rng.permutation(cached_size(rules))
+        audit_end = rules.eval_size + rules.audit_size
+        halves[bench] = (order[:rules.eval_size], order[rules.eval_size:audit_end],
+                         order[audit_end:])
     return halves
 
 
@@ -206,7 +216,7 @@ class Choices:
 def best_single(hidden: Hidden, matrix: Matrix, rules: Competition) -> Choices:
     """The head that always picks the matrix's best model of each benchmark."""
     best = {b: int(np.argmax(matrix.p[b].mean(axis=0))) for b in rules.benchmarks}
-    return Choices(pool={b: np.full(rules.pool_size, best[b]) for b in rules.benchmarks},
+    return Choices(pool={b: np.full(cached_size(rules), best[b]) for b in rules.benchmarks},
                 live={b: np.full(rules.live_size, best[b]) for b in rules.benchmarks},
                 turns={b: np.full(rules.live_size, 2) for b in rules.benchmarks})
 
@@ -296,10 +306,11 @@ def measure(hidden: Hidden, head: Choices, halves: Halves, bench: str,
     grades = hidden.rerun if rerun else hidden.live
     live = grades[bench][np.arange(head.live[bench].size), head.live[bench]]
     best = hidden.pool[bench][:, int(np.argmax(hidden.pool[bench].mean(axis=0)))]
-    eval_idx, audit_idx = halves[bench]
+    eval_idx, audit_idx, rest_idx = halves[bench]
     return Measured(pool[eval_idx].astype(float), pool[audit_idx].astype(float),
                     live.astype(float), head.turns[bench].astype(float),
-                    best[eval_idx].astype(float), best[audit_idx].astype(float))
+                    best[eval_idx].astype(float), best[audit_idx].astype(float),
+                    pool[rest_idx].astype(float))
 
 
 def _decisions(choices: np.ndarray) -> list[Decision]:

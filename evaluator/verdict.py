@@ -9,17 +9,20 @@ evaluator, a miner's preview and the fairness simulation all decide by this code
 The evidence rule (SPEC §8, the Scoring and Fairness pages). The crown is decided on the
 difference of the two composites *without* the overfit factor (the gate's hard reject still
 stops a head; its penalty still shapes the published composite), with cached accuracy over
-every hidden cached item both heads answered, paired (a lead on the public eval items counts up
-to the audit's plus `audit_slack_z` standard errors of their difference). Its standard error
-comes from the delta method on paired per-item differences, and z = difference / error is read
-in stages:
-after the first live stage a head is crowned when z > `crown_z_first`, loses when
+every hidden cached item both heads answered, paired: the eval half, the pool's unscored half
+and the audit (a lead on the public pool items counts up to the audit's plus `audit_slack_z`
+standard errors of their difference). The test reads that difference with its live part
+weighed by `crown_live_weight` (the weighted difference), whose standard error comes from the
+delta method on paired per-item differences, and z = weighted difference / error is read in
+stages: after the first live stage a head is crowned when z > `crown_z_first`, loses when
 z ≤ `lose_z_first`, and otherwise plays the rest of the live split; after the last stage it is
-crowned when z > `crown_z_final`. A crown also needs the difference to reach `win_margin`.
+crowned when z > `crown_z_final`. A crown also needs the whole difference to reach
+`win_margin`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +31,7 @@ import numpy as np
 
 from evaluator.loop import FAILED, LiveOutcome
 from evaluator.records import KING, LOST, REJECTED
-from evaluator.rules import PARTITION, Competition
+from evaluator.rules import Competition
 from evaluator.scoring import (
     TOLERANCE,
     BenchmarkScore,
@@ -56,12 +59,12 @@ def live_turns(outcome: LiveOutcome, rules: Competition) -> int:
 
 def measured(eval_correct: Sequence[bool], audit_correct: Sequence[bool],
              live: Sequence[LiveOutcome], rules: Competition, eval_best: Sequence[bool] = (),
-             audit_best: Sequence[bool] = ()) -> Measured:
+             audit_best: Sequence[bool] = (), rest_correct: Sequence[bool] = ()) -> Measured:
     """One head's numbers on one benchmark: its cached grades (and the best single model's on
     the same items), and its live outcomes, each live question's grade and counted turns
     (`live_turns`)."""
     return Measured.of(eval_correct, audit_correct, [o.correct for o in live],
-                       [live_turns(o, rules) for o in live], eval_best, audit_best)
+                       [live_turns(o, rules) for o in live], eval_best, audit_best, rest_correct)
 
 
 def components(m: Measured, nov: float, rules: Competition) -> BenchmarkScore:
@@ -81,21 +84,25 @@ def components(m: Measured, nov: float, rules: Competition) -> BenchmarkScore:
 
 @dataclass(frozen=True)
 class Evidence:
-    """The crown test after a stage: the difference it decides on, its standard error, z,
-    and the live questions per benchmark it has seen. `audit_limited`: the benchmarks where the
-    challenger's lead on the eval items was cut to what the audit confirmed, up to its noise
-    (said in the reason, not a published figure)."""
+    """The crown test after a stage: the difference the margin reads, the weighted difference
+    the test reads (its live part weighed by `crown_live_weight`), that one's standard error,
+    z, and the live questions per benchmark it has seen. `audit_limited`: the benchmarks where
+    the challenger's lead on the public pool items was cut to what the audit confirmed, up to
+    its noise (said in the reason, not a published figure). `difference_se`: the standard
+    error of the difference itself, for its published interval."""
 
     stage: int
     difference: float
+    weighted: float
     se: float
     z: float
     live_items: int
     audit_limited: tuple[str, ...] = ()
+    difference_se: float = 0.0
 
     def to_dict(self) -> dict[str, float | int]:
-        return {"stage": self.stage, "difference": self.difference, "se": self.se, "z": self.z,
-                "live_items": self.live_items}
+        return {"stage": self.stage, "difference": self.difference, "weighted": self.weighted,
+                "se": self.se, "z": self.z, "live_items": self.live_items}
 
 
 def _mean_and_variance(values: np.ndarray) -> tuple[float, float]:
@@ -105,71 +112,87 @@ def _mean_and_variance(values: np.ndarray) -> tuple[float, float]:
 def _cached_evidence(mine: Measured, theirs: Measured,
                      rules: Competition) -> tuple[float, float, bool]:
     """(difference, its variance, whether the audit limited it) of the cached accuracy, paired
-    over the eval and audit items.
+    over the pool's items (the eval half and the unscored half) and the audit items.
 
-    The eval items come from the public dataset, so a challenger may have collected their
-    answers; the audit items were never published. A challenger's lead on the eval items counts
-    only as far as the audit confirms it, up to `audit_slack_z` standard errors of the two
-    leads' difference (their sampling noise): a larger eval lead is cut to that. An honest
-    head, whose two leads agree up to noise, keeps the evidence of every item; a memorised lead
-    gains at most the slack, about one standard error of the cached difference.
+    The pool comes from the public dataset, so a challenger may have collected its answers; the
+    audit items were never published. A challenger's lead on the pool items counts only as far
+    as the audit confirms it, up to `audit_slack_z` standard errors of the two leads'
+    difference (their sampling noise): a larger pool lead is cut to that. An honest head, whose
+    two leads agree up to noise, keeps the evidence of every item; a memorised lead gains at
+    most the slack, about one standard error of the cached difference.
     """
-    on = {part: rules.weight_cached * (getattr(mine, f"{part}_correct")
-                                       - getattr(theirs, f"{part}_correct"))
-          for part in PARTITION}
-    difference, variance = _mean_and_variance(np.concatenate([on["eval"], on["audit"]]))
-    if not (on["audit"].size and on["eval"].size):
+    def paired(part: str) -> np.ndarray:
+        return rules.weight_cached * (getattr(mine, part) - getattr(theirs, part))
+
+    public = np.concatenate([paired("eval_correct"), paired("rest_correct")])
+    private = paired("audit_correct")
+    difference, variance = _mean_and_variance(np.concatenate([public, private]))
+    if not (public.size and private.size):
         return difference, variance, False
-    (lead, lead_var), (confirmed, confirmed_var) = (_mean_and_variance(on[p]) for p in PARTITION)
+    (lead, lead_var), (confirmed, confirmed_var) = map(_mean_and_variance, (public, private))
     limit = confirmed + rules.audit_slack_z * math.sqrt(lead_var + confirmed_var)
     if lead <= limit:
         return difference, variance, False
-    n_eval, n_audit = on["eval"].size, on["audit"].size
-    return (limit * n_eval + confirmed * n_audit) / (n_eval + n_audit), variance, True
+    return ((limit * public.size + confirmed * private.size) / (public.size + private.size),
+            variance, True)
 
 
-def _benchmark_evidence(mine: Measured, theirs: Measured,
-                        rules: Competition) -> tuple[float, float, bool]:
-    """(difference, its variance, whether the audit limited the cached part) of one benchmark's
-    score without the overfit factor."""
+@dataclass(frozen=True)
+class _Part:
+    """One benchmark's share of the evidence: the cached and the live part of the difference,
+    each with its variance, and whether the audit limited the cached part."""
+
+    cached: float
+    cached_var: float
+    live: float = 0.0
+    live_var: float = 0.0
+    limited: bool = False
+
+
+def _benchmark_evidence(mine: Measured, theirs: Measured, rules: Competition) -> _Part:
+    """One benchmark's score difference without the overfit factor, in its cached and live
+    parts."""
     diff, var, limited = _cached_evidence(mine, theirs, rules)
-    if mine.live_correct.size:
-        span = rules.max_turns - 1
-        parts, units = [], []
-        for m in (mine, theirs):
-            live, turns = m.live_correct, m.live_turns
-            spare = (rules.max_turns - turns.mean()) / span
-            value = (rules.weight_live + rules.weight_efficiency * spare) * live.mean()
-            # each item's first-order effect on value (the delta method)
-            influence = ((rules.weight_live + rules.weight_efficiency * spare)
-                         * (live - live.mean())
-                         - rules.weight_efficiency * live.mean() * (turns - turns.mean()) / span)
-            parts.append((value, influence))
-            units.append(rules.weight_live + rules.weight_efficiency * spare)
-        (mine_value, mine_infl), (their_value, their_infl) = parts
-        paired, n = mine_infl - their_infl, mine_infl.size
-        diff += mine_value - their_value
-        # plus one question won by each side: with few live questions on which the heads'
-        # grades differ, the spread they show alone understates the next draw's
-        unit = float(np.mean(units))
-        var += (float(np.sum(paired ** 2)) + 2 * unit ** 2) / (n * max(1, n - 1))
-    return diff, var, limited
+    if not mine.live_correct.size:
+        return _Part(diff, var, limited=limited)
+    span = rules.max_turns - 1
+    parts, units = [], []
+    for m in (mine, theirs):
+        live, turns = m.live_correct, m.live_turns
+        spare = (rules.max_turns - turns.mean()) / span
+        value = (rules.weight_live + rules.weight_efficiency * spare) * live.mean()
+        # each item's first-order effect on value (the delta method)
+        influence = ((rules.weight_live + rules.weight_efficiency * spare)
+                     * (live - live.mean())
+                     - rules.weight_efficiency * live.mean() * (turns - turns.mean()) / span)
+        parts.append((value, influence))
+        units.append(rules.weight_live + rules.weight_efficiency * spare)
+    (mine_value, mine_infl), (their_value, their_infl) = parts
+    paired, n = mine_infl - their_infl, mine_infl.size
+    # plus one question won by each side: with few live questions on which the heads' grades
+    # differ, the spread they show alone understates the next draw's
+    unit = float(np.mean(units))
+    live_var = (float(np.sum(paired ** 2)) + 2 * unit ** 2) / (n * max(1, n - 1))
+    return _Part(diff, var, mine_value - their_value, live_var, limited)
 
 
 def evidence(challenger: Mapping[str, Measured], king: Mapping[str, Measured],
              rules: Competition, stage: int = 1) -> Evidence:
-    """The crown test's difference, standard error and z over the rules' benchmarks."""
-    diffs, variances, limited = zip(*(_benchmark_evidence(challenger[b], king[b], rules)
-                                      for b in rules.benchmarks), strict=True)
-    n = len(rules.benchmarks)
-    difference, se = float(sum(diffs) / n), math.sqrt(sum(variances)) / n
+    """The crown test's difference, weighted difference, standard error and z over the rules'
+    benchmarks."""
+    parts = [_benchmark_evidence(challenger[b], king[b], rules) for b in rules.benchmarks]
+    n, weight = len(rules.benchmarks), rules.crown_live_weight
+    difference = sum(p.cached + p.live for p in parts) / n
+    weighted = sum(p.cached + weight * p.live for p in parts) / n
+    se = math.sqrt(sum(p.cached_var + weight ** 2 * p.live_var for p in parts)) / n
     if se > 0:
-        z = max(-Z_CAP, min(Z_CAP, difference / se))
+        z = max(-Z_CAP, min(Z_CAP, weighted / se))
     else:
-        z = Z_CAP if difference > TOLERANCE else -Z_CAP if difference < -TOLERANCE else 0.0
-    return Evidence(stage, difference, se, float(z),
+        z = Z_CAP if weighted > TOLERANCE else -Z_CAP if weighted < -TOLERANCE else 0.0
+    return Evidence(stage, float(difference), float(weighted), se, float(z),
                     min(challenger[b].live_correct.size for b in rules.benchmarks),
-                    tuple(b for b, cut in zip(rules.benchmarks, limited, strict=True) if cut))
+                    tuple(b for b, p in zip(rules.benchmarks, parts, strict=True) if p.limited),
+                    math.sqrt(sum(p.cached_var + p.live_var for p in parts)) / n)
 
 
 def evidence_outcome(ev: Evidence, rules: Competition) -> str:
@@ -215,10 +238,11 @@ class Verdict:
 
     @property
     def ci95(self) -> tuple[float, float] | None:
-        """The normal 95% interval of the crown test's difference."""
+        """The normal 95% interval of the crown test's difference (not what z tests: that is
+        the weighted difference, over its own standard error)."""
         if self.evidence is None:
             return None
-        half = 1.959964 * self.evidence.se
+        half = 1.959964 * self.evidence.difference_se
         return self.evidence.difference - half, self.evidence.difference + half
 
 
@@ -259,7 +283,7 @@ def _reason(outcome: str, ev: Evidence, rules: Competition) -> str:
     else:
         short = f"z of {ev.z:.2f} does not exceed {crown_z}"
     if ev.audit_limited:
-        short += (f"; on {', '.join(ev.audit_limited)} its lead on the eval items (drawn from "
+        short += (f"; on {', '.join(ev.audit_limited)} its lead on the pool items (drawn from "
                   f"the public dataset) counted only as far as the audit items (never "
                   f"published) confirmed it, up to their noise")
     return f"lost {where}: {short}"
@@ -283,3 +307,70 @@ def judge(challenger: Mapping[str, Measured], king: Mapping[str, Measured] | Non
     ev = evidence(challenger, king, rules, stage)
     outcome = evidence_outcome(ev, rules)
     return Verdict(outcome, _reason(outcome, ev, rules), scores, mine, king_scores, theirs, ev)
+
+
+# ---------------------------------------------------------------- a worked match
+
+
+def _graded(right: int, won: int, lost: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(challenger, king) grades on n items: the king right on the first `right`; the
+    challenger wrong on the first `lost` of them and right on the `won` after them."""
+    king = np.zeros(n)
+    king[:right] = 1
+    mine = king.copy()
+    mine[:lost] = 0
+    mine[right:right + won] = 1
+    return mine, king
+
+
+def worked_match(cached: tuple[int, int], first: tuple[int, int], rest: tuple[int, int],
+                 rules: Competition, turns: float = 2.0
+                 ) -> tuple[dict[str, Measured], dict[str, Measured]]:
+    """(challenger, king) on every benchmark for the Scoring page's walk-through and the
+    verdict's test table: the king right on 60 % of each set; the challenger right on
+    `cached` = (won, lost) more and fewer questions than the king in each cached set (the
+    eval half, the pool's rest and the audit), and likewise on the first live stage (`first`)
+    and the rest of the live split (`rest`); both take `turns` turns on every live question."""
+    sets = {part: _graded(round(0.6 * n), *cached, n) for part, n in (
+        ("eval", rules.eval_size), ("audit", rules.audit_size),
+        ("rest", rules.pool_size - rules.eval_size))}
+    first_n = rules.live_stages[0]
+    stages = [_graded(first_n // 2, *first, first_n)]
+    if rules.live_size > first_n:
+        later = rules.live_size - first_n
+        stages.append(_graded(later // 2, *rest, later))
+    live_turns = np.full(rules.live_size, turns)
+    heads = tuple(
+        Measured(sets["eval"][side], sets["audit"][side],
+                 np.concatenate([stage[side] for stage in stages]), live_turns,
+                 rest_correct=sets["rest"][side])
+        for side in (0, 1))
+    return dict.fromkeys(rules.benchmarks, heads[0]), dict.fromkeys(rules.benchmarks, heads[1])
+
+
+def through_stage(heads: Mapping[str, Measured], stage: int, rules: Competition
+                  ) -> dict[str, Measured]:
+    """The heads' measurements up to the end of live stage `stage`."""
+    n = sum(rules.live_stages[:stage])
+    return {b: dataclasses.replace(m, live_correct=m.live_correct[:n], live_turns=m.live_turns[:n])
+            for b, m in heads.items()}
+
+
+def walk_through(rules: Competition, cached: tuple[int, int] = (5, 3),
+                 first: tuple[int, int] = (1, 0),
+                 later: Sequence[tuple[int, int]] = ((6, 0), (0, 0))) -> dict[str, object]:
+    """The Scoring page's worked decision, decided by `judge`: the evidence after stage 1, and
+    after stage 2 for each outcome of the rest of the live split in `later`."""
+    novelties = dict.fromkeys(rules.benchmarks, rules.novelty_without_king)
+
+    def step(heads: tuple[dict[str, Measured], dict[str, Measured]], stage: int
+             ) -> dict[str, object]:
+        mine, king = (through_stage(h, stage, rules) for h in heads)
+        decided = judge(mine, king, novelties, rules, stage=stage)
+        assert decided.evidence is not None  # a king was given
+        return {"outcome": str(decided.outcome), **decided.evidence.to_dict()}
+
+    return {"cached": cached, "first": first,
+            "stage1": step(worked_match(cached, first, (0, 0), rules), 1),
+            "stage2": [{"later": rest, **step(worked_match(cached, first, rest, rules), 2)}
+                       for rest in later]}

@@ -74,7 +74,8 @@ def test_an_equal_pair_differs_on_the_asked_share_and_neither_head_is_favoured(d
     for _ in range(200):
         king, challenger = simulation.equal_pair(base, 0.3, OFFICIAL, rng)
         differ.append(np.mean(king.pool["math500"] != challenger.pool["math500"]))
-        right = [hidden.p_pool["math500"][np.arange(300), h.pool["math500"]].mean()
+        cached = simulation.cached_size(OFFICIAL)
+        right = [hidden.p_pool["math500"][np.arange(cached), h.pool["math500"]].mean()
                  for h in (king, challenger)]
         edge.append(right[1] - right[0])
     assert np.mean(differ) == pytest.approx(0.3, abs=0.01)
@@ -157,8 +158,10 @@ def test_the_crown_test_stops_chance_crowns_but_not_a_clear_improvement(demo):
 def test_an_independent_re_run_of_the_king_gives_chance_more_to_work_with(demo):
     # the same equal pairs, hidden sets and partitions: re-running the king's live sessions
     # adds noise that sharing them takes away, so an equal challenger is crowned more often
-    # (a low crown bar and a zero margin make the rates large enough to compare in a test)
-    loose = dataclasses.replace(OFFICIAL, crown_z_first=1.0, crown_z_final=1.0, win_margin=0.0)
+    # (a low crown bar and a zero margin make the rates large enough to compare in a test, and
+    # the live part counted whole its noise large enough)
+    loose = dataclasses.replace(OFFICIAL, crown_z_first=1.0, crown_z_final=1.0, win_margin=0.0,
+                                crown_live_weight=1.0)
     rates = fairness.crown_rate(demo, loose, 300, np.random.default_rng(6), 0.12)
     assert rates["crowned"] > rates["shared"] + rates["crowned_se"]
 

@@ -21,37 +21,20 @@ from evaluator.verdict import (
     judge,
     measured,
     published_crowns,
+    through_stage,
+    walk_through,
+    worked_match,
 )
 
 NOVELTY = dict.fromkeys(OFFICIAL.benchmarks, 0.5)
 
 
-def side(right: int, won: int, lost: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(challenger, king) grades on n items: the king right on the first `right`; the
-    challenger loses the first `lost` of them and wins the `won` after them."""
-    king = np.zeros(n)
-    king[:right] = 1
-    mine = king.copy()
-    mine[:lost] = 0
-    mine[right:right + won] = 1
-    return mine, king
-
-
-def match(cached, first, rest=(0, 0), turns=2.0):
-    """Both heads on every benchmark: `cached` (won, lost) items in each half of the pool,
-    `first` (won, lost) of the first live stage's 20 questions, `rest` of the next 40."""
-    (c_eval, k_eval), (c_audit, k_audit) = side(90, *cached, 150), side(90, *cached, 150)
-    (c1, k1), (c2, k2) = side(10, *first, 20), side(20, *rest, 40)
-    live_turns = np.full(60, turns)
-    mine = Measured(c_eval, c_audit, np.concatenate([c1, c2]), live_turns)
-    king = Measured(k_eval, k_audit, np.concatenate([k1, k2]), live_turns)
-    return dict.fromkeys(OFFICIAL.benchmarks, mine), dict.fromkeys(OFFICIAL.benchmarks, king)
+def match(cached, first, rest=(0, 0)):
+    return worked_match(cached, first, rest, OFFICIAL)
 
 
 def first_stage(heads):
-    n = OFFICIAL.live_stages[0]
-    return {b: dataclasses.replace(m, live_correct=m.live_correct[:n], live_turns=m.live_turns[:n])
-            for b, m in heads.items()}
+    return through_stage(heads, 1, OFFICIAL)
 
 
 @pytest.mark.parametrize(("cached", "first", "rest", "after_first", "after_last", "reason"), [
@@ -60,11 +43,11 @@ def first_stage(heads):
     # clearly not better: lost at stage 1, the rest of the live split is never played
     ((2, 3), (0, 1), (0, 0), LOST, LOST, "lost after live stage 1 of 2"),
     # undecided at stage 1; the next 40 questions show it better: crowned at stage 2
-    ((4, 3), (1, 0), (6, 0), MORE, KING, "crowned after live stage 2 of 2"),
+    ((5, 3), (1, 0), (6, 0), MORE, KING, "crowned after live stage 2 of 2"),
     # undecided at stage 1; the next 40 do not: lost at stage 2, short of the margin
-    ((4, 3), (1, 0), (0, 0), MORE, LOST, "lost after live stage 2 of 2: the difference"),
+    ((5, 3), (1, 0), (0, 0), MORE, LOST, "lost after live stage 2 of 2: the difference"),
     # at stage 2 z clears its bar but the difference is short of the margin: lost
-    ((4, 3), (1, 0), (3, 0), MORE, LOST, "short of the margin of 0.02"),
+    ((6, 3), (0, 0), (1, 0), MORE, LOST, "short of the margin of 0.02"),
 ])
 def test_the_crown_test_stage_by_stage(cached, first, rest, after_first, after_last, reason):
     mine, king = match(cached, first, rest)
@@ -78,6 +61,17 @@ def test_the_crown_test_stage_by_stage(cached, first, rest, after_first, after_l
     assert published_crowns(test, OFFICIAL) is (after_last == KING)
     # the published delta is the composites' difference, penalty included
     assert final.delta == pytest.approx(final.composite - final.king_composite)
+
+
+def test_the_scoring_pages_walk_through_is_the_tables_rows():
+    """The worked decision the Scoring page prints is decided by the same function, and says
+    what the table's rows say."""
+    walk = walk_through(OFFICIAL)
+    assert walk["stage1"]["outcome"] == MORE
+    assert [step["outcome"] for step in walk["stage2"]] == [KING, LOST]
+    crowned, lost = walk["stage2"]
+    assert crowned["difference"] >= OFFICIAL.win_margin and crowned["z"] > OFFICIAL.crown_z_final
+    assert lost["difference"] < OFFICIAL.win_margin
 
 
 def test_rejected_and_kingless_verdicts():
@@ -101,10 +95,30 @@ def test_the_evidence_by_hand():
     # cached variance 0.1225 / 4; live, the paired first-order effects ±0.1 and one question
     # won by each side at the mean worth of a live question, (0.225 + 0.25) / 2
     live = (0.1 ** 2 * 2 + 2 * 0.2375 ** 2) / (2 * 1)
-    assert ev.se == pytest.approx((0.030625 + live) ** 0.5)
-    assert ev.z == pytest.approx(ev.difference / ev.se)
+    # the test reads the live part weighed by crown_live_weight, in the value and its spread
+    weight = rules.crown_live_weight
+    assert ev.weighted == pytest.approx(0.175 + weight * (0.225 - 0.125))
+    assert ev.se == pytest.approx((0.030625 + weight ** 2 * live) ** 0.5)
+    assert ev.z == pytest.approx(ev.weighted / ev.se)
     same = evidence({"a": king}, {"a": king}, rules)
-    assert (same.difference, same.z) == (0.0, 0.0)
+    assert (same.difference, same.weighted, same.z) == (0.0, 0.0, 0.0)
+
+
+def test_the_pools_unscored_half_counts_as_evidence_like_the_eval_half():
+    """The same lead on twice the items: the same difference, a smaller standard error; a lead
+    on the unscored half the audit does not confirm is cut like one on the eval half."""
+    rules = dataclasses.replace(OFFICIAL, benchmarks=("a",))
+    king_grades, lead_grades = [1] * 90 + [0] * 60, [1] * 100 + [0] * 50
+    king = {"a": Measured.of(king_grades, king_grades, [], [])}
+    alone = evidence({"a": Measured.of(lead_grades, lead_grades, [], [])}, king, rules)
+    king_all = {"a": Measured.of(king_grades, king_grades, [], [], rest_correct=king_grades)}
+    both = evidence({"a": Measured.of(lead_grades, lead_grades, [], [],
+                                      rest_correct=lead_grades)}, king_all, rules)
+    assert both.difference == pytest.approx(alone.difference)
+    assert both.se < alone.se and both.z > alone.z
+    memorised = evidence({"a": Measured.of(king_grades, king_grades, [], [],
+                                           rest_correct=[1] * 150)}, king_all, rules)
+    assert memorised.audit_limited == ("a",) and memorised.difference < rules.win_margin
 
 
 def test_a_lead_on_the_public_items_counts_only_as_far_as_the_audit_confirms_it():
@@ -197,6 +211,6 @@ def test_a_failed_session_gives_the_same_components_everywhere():
     head = simulation.Choices(pool={"math500": np.zeros(8, dtype=int)},
                          live={"math500": np.zeros(2, dtype=int)},
                          turns={"math500": m.live_turns})
-    halves = {"math500": (np.arange(4), np.arange(4, 8))}
+    halves = {"math500": (np.arange(4), np.arange(4, 8), np.arange(8, 8))}
     simulated = simulation.score(hidden, head, halves, {"math500": 0.5}, bench)
     assert simulated.composite == pytest.approx(evaluated.score)

@@ -32,6 +32,7 @@ from evaluator.site.pages import _SAFE_URL, SiteContent, generate
 from evaluator.site.state import load_state
 from evaluator.store import LEADERBOARD_DIR
 from evaluator.templating import environment
+from evaluator.verdict import walk_through
 
 OPTIONS_KEY = "tinyrouter"
 MINERS_TITLE = "Miners"
@@ -134,6 +135,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     fragments = {key: Markup(text) for key, text in content.fragments.items()}
     try:
         return env.from_string(markdown).render(rules=options["rules"].as_dict(),
+                                                walk=walk_through(options["rules"]),
                                                 repo_url=_safe_url(config.repo_url), **fragments)
     except jinja2.TemplateError as exc:
         line = getattr(exc, "lineno", None)

@@ -61,7 +61,8 @@ def test_better_challenger_dethrones_and_the_king_is_rescored_on_the_same_items(
     # the king played the same live questions in this run, on the same partition
     assert sorted(pool.calls) == sorted([(b, 6) for b in RULES.benchmarks] * 2)
     for bench in RULES.benchmarks:
-        for half in ("eval", "audit"):
+        # the pool's unscored rest too: graded for the crown test
+        for half in ("eval", "audit", "rest"):
             assert ([i["id"] for i in private["king"]["items"][bench][half]]
                     == [i["id"] for i in private["challenger"]["items"][bench][half]])
     assert public["king_composite"] == pytest.approx(private["king"]["composite"])

@@ -26,6 +26,7 @@ from evaluator.rules import OFFICIAL
 from evaluator.site import build_site
 from evaluator.site.follow import FEED_ENTRIES
 from evaluator.site.markup import miner_id, miner_slug
+from evaluator.verdict import walk_through
 
 pytestmark = pytest.mark.slow  # every MkDocs build takes a few seconds
 
@@ -224,6 +225,11 @@ def test_rules_pages_render_the_numbers_in_force(built_sites, make_state, tmp_pa
     assert f"({OFFICIAL.max_turns} − avg_turns) / {OFFICIAL.max_turns - 1}" in official["scoring"]
     assert f"audit {OFFICIAL.audit_size}" in official["rules"]
     assert f"z > {OFFICIAL.crown_z_first}" in official["scoring"]
+    # the worked decision is the verdict function's, for the rules in force
+    walk = walk_through(OFFICIAL)
+    assert f"so z = {walk['stage1']['z']:.2f}" in official["scoring"]
+    assert f"z = {walk['stage2'][0]['z']:.2f} clears {OFFICIAL.crown_z_final}: crowned" in (
+        official["scoring"])
     changed = dataclasses.replace(OFFICIAL, win_margin=0.037, max_turns=7, eval_size=321,
                                   audit_size=123, weight_novelty=0.09, duplicate_agreement=0.91,
                                   disclosure_precision=0.05, void_failure_share=0.1,
@@ -237,6 +243,7 @@ def test_rules_pages_render_the_numbers_in_force(built_sites, make_state, tmp_pa
     assert "fewer than 91% of the public train items" in rules
     assert "rounded to 0.05" in rules and "more than 10% of either head" in rules
     assert "z > 2.111" in scoring and "123 audit questions" in scoring
+    assert f"so z = {walk_through(changed)['stage1']['z']:.2f}" in scoring
     assert "must beat that composite by +0.037 or more" in text_of(site / "index.html")
 
 
