@@ -81,9 +81,9 @@ DISAGREEMENTS = (0.1, 0.3, 0.6)  # besides the least the behavioural check lets 
 ADVANTAGES = (0.01, 0.02, 0.03, 0.05)
 POWER_DISAGREEMENT = 0.3  # besides the least the behavioural check lets through
 SUBMISSIONS = (100, 300, 1000)
-# the campaign's price: a final crown bar one step stricter (the normal's upper 0.2 % point),
-# with what it would do to the campaign and to a +0.03 challenger's chance
-STRICTER_FINAL_Z = 2.878
+# the campaign's trade: another final crown bar (the normal's upper 1 % point), with what it
+# would do to the campaign and to a +0.03 challenger's chance
+OTHER_FINAL_Z = 2.326
 PRICED_ADVANTAGE = 0.03
 Z95 = 1.959964
 CLIMB_MUTATION = 0.05  # the share of items whose choice one variation of the weights changes
@@ -228,18 +228,18 @@ def campaign(per_evaluation: float, trials: int) -> list[dict[str, float]]:
             for n in SUBMISSIONS]
 
 
-def stricter(matrix: Matrix, rules: Competition, budget: Budget, near: float,
-             streams: Iterator[np.random.Generator]) -> dict[str, Any]:
-    """What a stricter final crown bar (`STRICTER_FINAL_Z`) buys and costs: the near-equal
+def other_bar(matrix: Matrix, rules: Competition, budget: Budget, near: float,
+              streams: Iterator[np.random.Generator]) -> dict[str, Any]:
+    """The campaign's trade under another final crown bar (`OTHER_FINAL_Z`): the near-equal
     challenger's per-evaluation false crowns and the campaign they add up to, and how often a
-    challenger better by `PRICED_ADVANTAGE` at `POWER_DISAGREEMENT` is still crowned."""
-    strict = dataclasses.replace(rules, crown_z_final=max(STRICTER_FINAL_Z, rules.crown_z_final))
-    per = crown_rate(matrix, strict, budget.campaign, next(streams), near)
-    slope = improvement_slope(matrix, POWER_DISAGREEMENT, strict)
+    challenger better by `PRICED_ADVANTAGE` at `POWER_DISAGREEMENT` is crowned."""
+    other = dataclasses.replace(rules, crown_z_final=OTHER_FINAL_Z)
+    per = crown_rate(matrix, other, budget.campaign, next(streams), near)
+    slope = improvement_slope(matrix, POWER_DISAGREEMENT, other)
     share = PRICED_ADVANTAGE / slope if slope > 0 else math.inf
-    better = (crown_rate(matrix, strict, budget.crown, next(streams), POWER_DISAGREEMENT, share)
+    better = (crown_rate(matrix, other, budget.crown, next(streams), POWER_DISAGREEMENT, share)
               if share <= 1 else None)
-    return {"crown_z_final": strict.crown_z_final, "per_evaluation": per["crowned"],
+    return {"crown_z_final": other.crown_z_final, "per_evaluation": per["crowned"],
             "per_evaluation_se": per["crowned_se"], "trials": per["trials"],
             "independent_rows": campaign(per["crowned"], per["trials"]),
             "advantage": PRICED_ADVANTAGE, "disagreement": POWER_DISAGREEMENT,
@@ -386,8 +386,8 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
                  "shared_rows": campaign(per["shared"], per["trials"])}
     progress("better challengers")
     power = power_rows(matrix, rules, budget.crown, streams)
-    progress("a stricter bar")
-    campaigns["stricter"] = stricter(matrix, rules, budget, near, streams)
+    progress("another final bar")
+    campaigns["other_bar"] = other_bar(matrix, rules, budget, near, streams)
     progress("hill-climbers")
     fresh = climb(matrix, rules, budget.climbers, next(streams), True, rules.disclosure_precision)
     fixed = climb(matrix, rules, budget.climbers, next(streams), False, None)

@@ -195,23 +195,23 @@ class Competition:
     # without the overfit factor, its live part weighed by crown_live_weight. After the first
     # live stage z > crown_z_first crowns and z ≤ lose_z_first loses, anything between plays
     # the rest of the live split; after it z > crown_z_final crowns. Chosen with `tinyrouter
-    # fairness`, which measures them: at most 1 % false crowns per evaluation, most near-equal
-    # matches decided at stage 1, a router better by 0.03 crowned more often than not and one
-    # better by 0.05 nearly always, with bars as strict as that allows; the Fairness page gives
-    # what a campaign of near-equal submissions adds up to, and what a stricter bar would buy
-    # and cost
-    crown_z_first: float = 3.291  # the normal's upper 0.05 % point
+    # fairness`, which measures them: well under 1 % false crowns per evaluation, most
+    # near-equal matches decided at stage 1, a campaign of near-equal submissions kept rare and
+    # a router better by 0.05 nearly always crowned; the Fairness page gives both, and the
+    # trade a looser final bar would make between them
+    crown_z_first: float = 3.090  # the normal's upper 0.1 % point
     lose_z_first: float = 1.0
-    crown_z_final: float = 2.697  # the normal's upper 0.35 % point
+    crown_z_final: float = 2.576  # the normal's upper 0.5 % point
     # what z counts of the live part: a benchmark's few, noisy live questions carry less
     # evidence per unit of composite than its cached items (the whole pool and the audit), so
     # weighing them down makes a better router's z larger; the margin still reads the whole
     # difference
     crown_live_weight: float = 0.25
-    # the crown test counts a challenger's lead on the pool items (public, so collectable) up
-    # to its lead on the audit plus this many standard errors of the two leads' difference:
-    # an honest head keeps every item's evidence, a memorised lead gains at most the noise
-    audit_slack_z: float = 1.0
+    # the crown test's cached difference counts at most the challenger's lead on the audit plus
+    # this many of the difference's standard errors: an honest head, whose leads on the pool
+    # (public, so collectable) and the audit agree up to noise, keeps every item's evidence, and
+    # a memorised lead on the pool adds at most this much to a benchmark's z
+    audit_slack_z: float = 0.5
     bootstrap_resamples: int = 2000
     # a loser's composite, delta and interval, a king's audit accuracy: published to this
     disclosure_precision: float = 0.01

@@ -10,8 +10,9 @@ The evidence rule (SPEC §8, the Scoring and Fairness pages). The crown is decid
 difference of the two composites *without* the overfit factor (the gate's hard reject still
 stops a head; its penalty still shapes the published composite), with cached accuracy over
 every hidden cached item both heads answered, paired: the eval half, the pool's unscored half
-and the audit (a lead on the public pool items counts up to the audit's plus `audit_slack_z`
-standard errors of their difference). The test reads that difference with its live part
+and the audit (the cached difference counts at most the challenger's lead on the audit plus
+`audit_slack_z` of its standard errors, so a lead on the public pool items counts only as far
+as the never-published audit confirms it, up to noise). The test reads that difference with its live part
 weighed by `crown_live_weight` (the weighted difference), whose standard error comes from the
 delta method on paired per-item differences, and z = weighted difference / error is read in
 stages: after the first live stage a head is crowned when z > `crown_z_first`, loses when
@@ -115,11 +116,11 @@ def _cached_evidence(mine: Measured, theirs: Measured,
     over the pool's items (the eval half and the unscored half) and the audit items.
 
     The pool comes from the public dataset, so a challenger may have collected its answers; the
-    audit items were never published. A challenger's lead on the pool items counts only as far
-    as the audit confirms it, up to `audit_slack_z` standard errors of the two leads'
-    difference (their sampling noise): a larger pool lead is cut to that. An honest head, whose
-    two leads agree up to noise, keeps the evidence of every item; a memorised lead gains at
-    most the slack, about one standard error of the cached difference.
+    audit items were never published. The difference counts at most the challenger's lead on
+    the audit plus `audit_slack_z` of the difference's own standard errors: an honest head,
+    whose leads on the two sets agree up to noise, keeps the evidence of every item, and a
+    memorised lead on the pool adds at most that many standard errors to a benchmark's
+    evidence, whatever the sets' sizes.
     """
     def paired(part: str) -> np.ndarray:
         return rules.weight_cached * (getattr(mine, part) - getattr(theirs, part))
@@ -129,12 +130,10 @@ def _cached_evidence(mine: Measured, theirs: Measured,
     difference, variance = _mean_and_variance(np.concatenate([public, private]))
     if not (public.size and private.size):
         return difference, variance, False
-    (lead, lead_var), (confirmed, confirmed_var) = map(_mean_and_variance, (public, private))
-    limit = confirmed + rules.audit_slack_z * math.sqrt(lead_var + confirmed_var)
-    if lead <= limit:
+    limit = float(private.mean()) + rules.audit_slack_z * math.sqrt(variance)
+    if difference <= limit + TOLERANCE:
         return difference, variance, False
-    return ((limit * public.size + confirmed * private.size) / (public.size + private.size),
-            variance, True)
+    return limit, variance, True
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,11 @@ def test_figures_follow_their_schema_and_the_seed(demo):
     rows = first["campaign"]["independent_rows"]
     assert [r["submissions"] for r in rows] == list(fairness.SUBMISSIONS)
     assert all(a["any"] <= b["any"] for a, b in itertools.pairwise(rows))
+    # the trade another final bar would make, on the same scenarios
+    other = first["campaign"]["other_bar"]
+    assert other["crown_z_final"] == fairness.OTHER_FINAL_Z != OFFICIAL.crown_z_final
+    assert other["trials"] == TINY.campaign and other["advantage"] == fairness.PRICED_ADVANTAGE
+    assert [r["submissions"] for r in other["independent_rows"]] == list(fairness.SUBMISSIONS)
     live = first["live_sessions"]
     assert live["first_stage"] <= live["near_equal"] <= live["costliest"] <= live["worst"]
     assert live["worst"] == 2 * len(OFFICIAL.benchmarks) * OFFICIAL.live_size

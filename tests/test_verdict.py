@@ -122,36 +122,40 @@ def test_the_pools_unscored_half_counts_as_evidence_like_the_eval_half():
 
 
 def test_a_lead_on_the_public_items_counts_only_as_far_as_the_audit_confirms_it():
-    """A memoriser routes the public-dataset eval items it collected better than the king, and
-    the never-published audit items no better: the crown test sees at most the noise of a lead.
-    An honest head leading on both keeps the evidence of every item; so does one whose audit
-    lead is larger, or whose eval lead is larger by less than the noise."""
+    """A memoriser routes the public pool items it collected better than the king, and the
+    never-published audit items no better: the crown test sees at most `audit_slack_z` standard
+    errors of a lead, as large in z however many pool items it memorised. An honest head leading
+    on both keeps the evidence of every item; so does one whose audit lead is larger, or whose
+    pool lead is larger by less than that."""
     rules = dataclasses.replace(OFFICIAL, benchmarks=("a",))
-    king = {"a": Measured.of([1] * 90 + [0] * 60, [1] * 90 + [0] * 60, [], [])}
+    king = {"a": Measured.of([1] * 90 + [0] * 60, [1] * 90 + [0] * 60, [], [],
+                             rest_correct=[1] * 90 + [0] * 60)}
 
-    def head(eval_won, audit_won):
-        return {"a": Measured.of([1] * (90 + eval_won) + [0] * (60 - eval_won),
-                                 [1] * (90 + audit_won) + [0] * (60 - audit_won), [], [])}
+    def head(pool_won, audit_won):
+        pool = [1] * (90 + pool_won) + [0] * (60 - pool_won)
+        return {"a": Measured.of(pool, [1] * (90 + audit_won) + [0] * (60 - audit_won), [], [],
+                                 rest_correct=pool)}
 
-    def noise(*won):  # the standard error of the two leads' difference, won items of 150 each
-        return (sum(np.var([0.7] * w + [0] * (150 - w), ddof=1) for w in won) / 150) ** 0.5
+    def spread(*won):  # the standard error of the difference over 150 items per set
+        grades = [[0.7] * w + [0] * (150 - w) for w in won]
+        return float(np.std(np.concatenate(grades), ddof=1)) / (150 * len(won)) ** 0.5
 
-    # the eval lead cut to the audit's plus audit_slack_z standard errors; every item's spread
+    # the difference cut to the audit's lead plus audit_slack_z of its standard errors
     memoriser = evidence(head(30, 0), king, rules)
     assert memoriser.audit_limited == ("a",)
-    assert memoriser.difference == pytest.approx(rules.audit_slack_z * noise(30, 0) / 2)
-    assert memoriser.z < 1 and memoriser.difference < rules.win_margin
+    assert memoriser.difference == pytest.approx(rules.audit_slack_z * spread(30, 30, 0))
+    assert memoriser.z == pytest.approx(rules.audit_slack_z)
+    assert memoriser.difference < rules.win_margin
     partly = evidence(head(30, 10), king, rules)
     confirmed = 0.7 * 10 / 150
-    assert partly.difference == pytest.approx(
-        confirmed + rules.audit_slack_z * noise(30, 10) / 2)
+    assert partly.difference == pytest.approx(confirmed + rules.audit_slack_z * spread(30, 30, 10))
     assert partly.difference < evidence(head(30, 30), king, rules).difference
     honest = evidence(head(10, 10), king, rules)
-    assert honest.difference == pytest.approx(0.7 * 20 / 300) and not honest.audit_limited
+    assert honest.difference == pytest.approx(0.7 * 10 / 150) and not honest.audit_limited
     modest = evidence(head(5, 10), king, rules)
-    assert modest.difference == pytest.approx(0.7 * 15 / 300)
-    within = evidence(head(13, 10), king, rules)
-    assert within.difference == pytest.approx(0.7 * 23 / 300) and not within.audit_limited
+    assert modest.difference == pytest.approx(0.7 * 20 / 450) and not modest.audit_limited
+    within = evidence(head(11, 10), king, rules)
+    assert within.difference == pytest.approx(0.7 * 32 / 450) and not within.audit_limited
 
 
 @pytest.mark.parametrize(("mine", "king", "difference", "z"), [

@@ -267,7 +267,15 @@ FAIRNESS = {
                                       for n, a, u in ((100, 0.1219, 0.21), (300, 0.3234, 0.51),
                                                       (1000, 0.7276, 0.91))],
                  "shared_rows": [{"submissions": n, "any": 0.0, "se": 0.0, "upper": u}
-                                 for n, u in ((100, 0.0619), (300, 0.1748), (1000, 0.4724))]},
+                                 for n, u in ((100, 0.0619), (300, 0.1748), (1000, 0.4724))],
+                 "other_bar": {"crown_z_final": 2.326, "per_evaluation": 0.0022,
+                               "per_evaluation_se": 0.0006, "trials": 6000,
+                               "independent_rows": [{"submissions": n, "any": a, "se": 0.03,
+                                                     "upper": a + 0.1}
+                                                    for n, a in ((100, 0.1975), (300, 0.4832),
+                                                                 (1000, 0.889))],
+                               "advantage": 0.03, "disagreement": 0.3, "crowned": 0.507,
+                               "crowned_se": 0.016}},
     "power": [{"disagreement": d, "advantage": a, "trials": 1000, "differ": d + a,
                "crowned": round(min(1, max(0, a * 18 - d)), 4), "crowned_se": 0.01,
                "shared": round(min(1, a * 20), 4), "shared_se": 0.01, "live_items": 41.0}

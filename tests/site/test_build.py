@@ -129,6 +129,9 @@ def test_the_fairness_page_shows_the_figures_and_what_each_rule_buys(built_sites
     assert f"{OFFICIAL.duplicate_agreement:.0%} or more" in page
     # the campaign: P(at least one false crown) after 1,000, independent and its bound
     assert "72.8% ± 2.0%" in page and "91.0%" in page and "47.2%" in page
+    # and the trade a looser final bar would make: fewer missed routers, more false crowns
+    assert f"With a final bar of 2.326 instead of {OFFICIAL.crown_z_final}" in page
+    assert "at least one of 300 with chance 48.3% ± 3.0%" in page and "50.7% ± 1.6%" in page
     # better heads: left-out rows say why
     assert "rejected as a copy" in page and "no room in the matrix" in page
     # live sessions per evaluation, expected and at worst
