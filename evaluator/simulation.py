@@ -5,9 +5,8 @@ right with one Worker answer (the demo corpus's personas, or measured data in th
 `tasks[].per_model` format). A trial draws a hidden benchmark from it as sealing does (the
 cached items, the pool and the audit, and a live split per benchmark, each cached answer's
 correctness drawn once), heads as one model choice per item, and this evaluation's eval half,
-audit and the pool's unscored rest, then scores
-them with `evaluator.scoring` and decides the match with `evaluator.verdict`: exactly the
-code an evaluation runs.
+audit and the pool's unscored rest, then scores them with `evaluator.scoring` and decides the
+match with `evaluator.verdict`: exactly the code an evaluation runs.
 
 Live play is modelled two ways. **Independent**: the king's live sessions are a fresh run,
 as a provider's is even at temperature 0: two runs of one call get different grades with
@@ -120,8 +119,8 @@ def read_matrix(paths: Sequence[Path], rules: Competition) -> Matrix:
 
 def reference_matrix(rules: Competition, accuracy: float = REFERENCE_ACCURACY) -> Matrix:
     """Every model right with the same chance on every item: a head of exactly that accuracy."""
-    return Matrix(f"accuracy {accuracy}", {b: np.full((cached_size(rules), rules.n_models), accuracy)
-                                           for b in rules.benchmarks})
+    shape = (cached_size(rules), rules.n_models)
+    return Matrix(f"accuracy {accuracy}", {b: np.full(shape, accuracy) for b in rules.benchmarks})
 
 
 def cached_size(rules: Competition) -> int:

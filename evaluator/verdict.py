@@ -12,13 +12,13 @@ stops a head; its penalty still shapes the published composite), with cached acc
 every hidden cached item both heads answered, paired: the eval half, the pool's unscored half
 and the audit (the cached difference counts at most the challenger's lead on the audit plus
 `audit_slack_z` of its standard errors, so a lead on the public pool items counts only as far
-as the never-published audit confirms it, up to noise). The test reads that difference with its live part
-weighed by `crown_live_weight` (the weighted difference), whose standard error comes from the
-delta method on paired per-item differences, and z = weighted difference / error is read in
-stages: after the first live stage a head is crowned when z > `crown_z_first`, loses when
-z ≤ `lose_z_first`, and otherwise plays the rest of the live split; after the last stage it is
-crowned when z > `crown_z_final`. A crown also needs the whole difference to reach
-`win_margin`.
+as the never-published audit confirms it, up to noise). The test reads that difference with
+its live part weighed by `crown_live_weight` (the weighted difference), whose standard error
+comes from the delta method on paired per-item differences, and z = weighted difference /
+error is read in stages: after the first live stage a head is crowned when z >
+`crown_z_first`, loses when z ≤ `lose_z_first`, and otherwise plays the rest of the live
+split; after the last stage it is crowned when z > `crown_z_final`. A crown also needs the
+whole difference to reach `win_margin`.
 """
 
 from __future__ import annotations
