@@ -196,9 +196,9 @@ class Competition:
     # live stage z > crown_z_first crowns and z ≤ lose_z_first loses, anything between plays
     # the rest of the live split; after it z > crown_z_final crowns. Chosen with `tinyrouter
     # fairness`, which measures them: well under 1 % false crowns per evaluation, most
-    # near-equal matches decided at stage 1, a campaign of near-equal submissions kept rare and
-    # a router better by 0.05 nearly always crowned; the Fairness page gives both, and the
-    # trade a looser final bar would make between them
+    # near-equal matches decided at stage 1, and bars as strict as still crown a router better
+    # by 0.05 nearly always, so a campaign of near-equal submissions adds up to as little as
+    # that allows; the Fairness page gives both, and the trade a looser final bar would make
     crown_z_first: float = 3.090  # the normal's upper 0.1 % point
     lose_z_first: float = 1.0
     crown_z_final: float = 2.576  # the normal's upper 0.5 % point
