@@ -44,7 +44,7 @@ from evaluator.scoring import (
     score_benchmark,
 )
 from evaluator.types import Decision
-from evaluator.verdict import MORE, judge
+from evaluator.verdict import MORE, judge, through_stage
 
 REFERENCE_ACCURACY = 0.6
 # the chance two runs of one call get different grades: the peer data's repeated samples
@@ -351,11 +351,6 @@ def score(hidden: Hidden, head: Choices, halves: Halves, nov: dict[str, float],
     return Scored(composite(scores, rules), any(rejected.values()), penalised, rejected, measured)
 
 
-def _first(m: Measured, live: int) -> Measured:
-    return dataclasses.replace(m, live_correct=m.live_correct[:live],
-                               live_turns=m.live_turns[:live])
-
-
 def rerun_turns(head: Choices, rng: np.random.Generator) -> Choices:
     """The head with every live question's turns drawn afresh (a re-run of its sessions)."""
     return dataclasses.replace(head, turns={b: draw_turns(t.size, rng)
@@ -377,8 +372,8 @@ def crowned(hidden: Hidden, king: Choices, challenger: Choices, halves: Halves, 
     played = 0
     for stage, size in enumerate(rules.live_stages, start=1):
         played += size
-        decided = judge({b: _first(m, played) for b, m in mine.items()},
-                        {b: _first(m, played) for b, m in theirs.items()}, nov, rules, stage)
+        decided = judge(through_stage(mine, stage, rules), through_stage(theirs, stage, rules),
+                        nov, rules, stage)
         if decided.outcome != MORE:
             return decided.outcome == KING, played
     return False, played

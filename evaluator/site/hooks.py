@@ -109,8 +109,9 @@ def on_config(config: Any) -> Any:
                            site_url=config.site_url, demo=demo)
     except (TinyRouterError, jinja2.TemplateError) as exc:
         raise PluginError(f"cannot generate the leaderboard pages: {exc}") from exc
+    # the Scoring page's worked decision, decided once per build by the verdict function
     options.update(leaderboard_dir=leaderboard, rules=rules, content=content,
-                   templates_dir=bundled(TEMPLATES))
+                   templates_dir=bundled(TEMPLATES), walk=walk_through(rules))
     config.nav = _with_miners(config.nav, content.miner_nav)
     return config
 
@@ -135,7 +136,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     fragments = {key: Markup(text) for key, text in content.fragments.items()}
     try:
         return env.from_string(markdown).render(rules=options["rules"].as_dict(),
-                                                walk=walk_through(options["rules"]),
+                                                walk=options["walk"],
                                                 repo_url=_safe_url(config.repo_url), **fragments)
     except jinja2.TemplateError as exc:
         line = getattr(exc, "lineno", None)
