@@ -21,6 +21,9 @@ RECEIPT_FORMAT = 1
 
 BENCHMARKS = ("math500", "mmlu", "livecodebench")
 ROLES = ("Thinker", "Worker", "Verifier")
+# where `tinyrouter train` starts without --init (evaluator/train/start.py): the category
+# lookup imitated, each row's own best model under --shrink imitated, or W = 0 with scales 1
+TRAIN_STARTS = ("fit", "rows", "zero")
 SVF_MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 # A benchmark is sealed as three splits, drawn by the secret seed: the scored pool from the
 # public dataset, and the audit and the live questions from a private source that was never
@@ -219,7 +222,9 @@ class Competition:
     train_sigma0: float = 0.1
     train_generations: int = 250
     train_minibatch: int = 72  # items per generation, split evenly across the benchmarks
-    train_scales_step: float = 1.0  # SVF scales' initial step as a multiple of train_sigma0
+    # SVF scales' initial step as a multiple of train_sigma0: a step of 1 moved the demo
+    # encoder's features more than its questions differ, and the search lost its fitted start
+    train_scales_step: float = 0.1
     train_shrink: float = 0.5  # weight of the category's rate in each answer's correctness
     # share of each benchmark's collected rows a run keeps out of training, so that
     # `tinyrouter score` can measure the head on rows it never fitted

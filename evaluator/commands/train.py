@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 from evaluator.errors import UsageError
-from evaluator.rules import OFFICIAL, Competition
+from evaluator.rules import OFFICIAL, TRAIN_STARTS, Competition
 
 TRAINING_OPTIONS = ("generations", "popsize", "sigma0", "minibatch", "scales_step", "shrink")
 
@@ -42,10 +42,11 @@ def add_train(p: argparse.ArgumentParser) -> None:
                         "rows as the search left them)")
     p.add_argument("--holdout", type=float, help="share of each benchmark's rows kept out of "
                    f"training, for `tinyrouter score` (default: {OFFICIAL.train_holdout}; 0 keeps none)")
-    p.add_argument("--start", choices=("fit", "zero"), default="fit",
+    p.add_argument("--start", choices=TRAIN_STARTS, default=TRAIN_STARTS[0],
                    help="without --init, where the search starts: fit (the model rows fitted "
-                        "to each training row's best model, a second's convex fit) or zero "
-                        "(W = 0, uniform routing)")
+                        "to each row's category's best model, the category lookup, in a "
+                        "second's convex fit), rows (fitted to each row's own best model "
+                        "under --shrink) or zero (W = 0, uniform routing)")
     p.add_argument("--init", metavar="HEAD", help="start from this head instead: a run "
                    "folder, a submission folder, a weights file, or `king` (the king on main)")
     p.add_argument("--repo", type=Path, default=Path("."),

@@ -2,9 +2,12 @@
 
 Small enough to run in milliseconds on a CPU, but not trivial: 4 layers, grouped-query
 attention with a key/value rank below the hidden size, a byte-level BPE tokenizer
-trained on a fixed routing-flavoured corpus, and an EOS token. Its attention is nearly
-flat, so the read position sums up the whole transcript and a linear head can tell the
-questions' topics apart, as it can on a trained encoder's features.
+trained on a fixed routing-flavoured corpus, and an EOS token. Its attention is flat and
+its MLPs are silent, so the read position holds a fixed mix of the transcript's token
+embeddings: a bag of its words, which a linear head can route by, as it can by a trained
+encoder's features. Random MLPs would scramble those words past what a linear head can
+read (a fit of the category lookup's choices on such features stayed 6 points below the
+lookup on held-out rows). The SVF layer's value and output scales still reweigh the mix.
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ TINY_CONFIG = {
     "initializer_range": 0.1,
 }
 # Qwen3 normalises queries and keys per head, so q_norm's gain alone sets how peaked the
-# attention is; random sharp attention reads a few arbitrary tokens, flat attention all.
-ATTENTION_GAIN = 0.1
+# attention is; random sharp attention reads a few arbitrary tokens, flat attention (0) all.
+ATTENTION_GAIN = 0.0
+MLP_GAIN = 0.0  # the MLPs' output projections: 0 keeps the words apart (see above)
 
 _CORPUS = (
     "QUERY:\nWhat is the value of $x$ if $3x + 5 = 20$? Put the final answer in \\boxed{}.",
@@ -74,4 +78,5 @@ def make_tiny(out_dir: str | Path, seed: int = 0, hidden_size: int | None = None
     model = random_model(config, seed)
     for layer in model.model.layers:
         layer.self_attn.q_norm.weight.data.fill_(ATTENTION_GAIN)
+        layer.mlp.down_proj.weight.data.mul_(MLP_GAIN)
     return save_checkpoint(out_dir, model, tokenizer, EOS_TOKEN)

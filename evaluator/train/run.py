@@ -26,7 +26,7 @@ import numpy as np
 from evaluator import __version__
 from evaluator.errors import TrainingError
 from evaluator.files import write_json
-from evaluator.rules import NAME_RE, Competition, is_name
+from evaluator.rules import NAME_RE, TRAIN_STARTS, Competition, is_name
 from evaluator.submission.weights import (
     read_weights,
     tensors_from_theta,
@@ -42,7 +42,7 @@ from evaluator.train.fitness import (
 )
 from evaluator.train.live import LiveFitness, live_weight
 from evaluator.train.roles import role_choices, with_roles
-from evaluator.train.start import fitted_theta
+from evaluator.train.start import fitted_theta, start_targets
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ SUMMARY_FILE = "summary.json"
 CHECKPOINT_FILE = "checkpoint.json"
 HOLDOUT_FILE = "holdout.json"  # the item ids the run kept out of training, per benchmark
 CHECKPOINT_FORMAT = 1
-STARTS = ("fit", "zero")  # where a run without --init starts (TrainConfig.start)
+STARTS = TRAIN_STARTS  # where a run without --init starts (TrainConfig.start)
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class TrainConfig:
     live_items: int = 0  # live questions per benchmark and generation, with `live`
     holdout: float = 0.0  # share of each benchmark's rows kept out of training
     init: str = ""  # the weights hash of the head training starts from ("": `start`)
-    start: str = "fit"  # without init: "fit" (train/start.py) or "zero" (W = 0, scales 1)
+    start: str = "fit"  # without init: one of STARTS
     role_rows: int = 0  # training rows the role fit reads (0: the role rows as CMA-ES left them)
 
     @classmethod
@@ -248,9 +248,10 @@ def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
                                             "seed": config.seed, "ids": heldout})
     log.debug("training %s: %s on %d rows", run_dir, config, len(data.rows))
     targets = data.targets(config.shrink)
-    if start is None and config.start == "fit":
+    if start is None and config.start != "zero":
         feats = featurizer.features(np.arange(len(data.rows)), np.ones(rules.svf_scale_count))
-        start = fitted_theta(feats, targets, rules)
+        start = fitted_theta(feats, start_targets(data, config.shrink) if config.start == "fit"
+                             else targets, rules)
     es = make_optimizer(config, rules, start)
     told: list[list[float]] = []
     history: list[dict] = []
