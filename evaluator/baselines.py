@@ -221,3 +221,20 @@ def random_router_accuracies(items: Sequence[AnsweredItem], pool_names: Sequence
     rows = np.arange(len(means))
     return [float(means[rows, np.random.default_rng(s).integers(0, means.shape[1], len(means))]
                   .mean()) for s in range(seeds)]
+
+
+def simplest_routers(fitted: Sequence[AnsweredItem], held: Sequence[AnsweredItem],
+                     pool_names: Sequence[str]) -> dict[str, Any]:
+    """What the simplest routers learnt on `fitted` rows score on `held` rows: the best single
+    model, and the category lookup (each category's best model; a category the fitted rows
+    lack takes the best single model). With the held rows' oracle, so a head's share of the
+    headroom can be set beside the lookup's (`gap_closed`)."""
+    fit = matrix_from_answered(fitted, pool_names).means()
+    kept = matrix_from_answered(held, pool_names).means()
+    best = int(np.argmax(fit.mean(axis=0)))
+    categories = np.array([row.item.category for row in fitted])
+    table = {c: int(np.argmax(fit[categories == c].mean(axis=0))) for c in set(categories)}
+    picks = np.array([table.get(row.item.category, best) for row in held])
+    return {"best_single": {"model": pool_names[best], "accuracy": float(kept[:, best].mean())},
+            "lookup": float(kept[np.arange(len(kept)), picks].mean()),
+            "oracle": float(kept.max(axis=1).mean())}

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from evaluator.advisories import routing_advisories, weight_advisories
+from evaluator.baselines import gap_closed, simplest_routers
 from evaluator.heads import Head
 from evaluator.loop import LiveOutcome, LiveRunner, coordinator_transcript
 from evaluator.records import KING
@@ -130,6 +131,10 @@ def score_report(head: Head, held: dict[str, list[AnsweredItem]],
             mine[bench].live = mine_paired[bench].live
     per_bench = {b: benchmark_report(mine[b], theirs[b] if theirs else None, rules)
                  for b in benches}
+    for bench in benches:
+        if fitted and fitted.get(bench):
+            per_bench[bench]["simplest"] = simplest(per_bench[bench]["cached_acc"],
+                                                    fitted[bench], held[bench], rules)
     measured_live = all("live" in per_bench[b] for b in benches)
     report: dict[str, Any] = {
         "head": head.label, "weights_sha256": head.weights_sha256, "benchmarks": benches,
@@ -144,6 +149,16 @@ def score_report(head: Head, held: dict[str, list[AnsweredItem]],
         {b: [d.model for d in mine[b].decisions] for b in benches})
     report["advisories"] = [a.to_dict() for a in found]
     return report
+
+
+def simplest(cached: float, fitted: Sequence[AnsweredItem], held: Sequence[AnsweredItem],
+             rules: Competition) -> dict[str, Any]:
+    """The simplest routers learnt on the rows the run fitted, scored on the held-out rows,
+    and the share of the best-single → oracle gap each closes beside the head's."""
+    found = simplest_routers(fitted, held, rules.pool_names)
+    best, oracle = found["best_single"]["accuracy"], found["oracle"]
+    return {**found, "captured": {"head": gap_closed(cached, best, oracle),
+                                  "lookup": gap_closed(found["lookup"], best, oracle)}}
 
 
 def _over(rules: Competition, benches: Sequence[str]) -> Competition:

@@ -218,3 +218,22 @@ def test_manifest_baselines_split_by_category_and_price_each_model():
     assert base["by_category"]["even"]["per_model"][POOL[0]] == 0.5  # rows 0 and 2
     assert base["by_category"]["odd"]["oracle"] == 1.0
     assert base["cost_per_1k_usd"] == {POOL[0]: 2.0, POOL[1]: 4.0, POOL[2]: 6.0}
+
+
+def test_the_simplest_routers_are_learnt_on_fitted_rows_and_scored_on_held_ones():
+    def row(i: int, category: str, flags: tuple[int, ...]) -> AnsweredItem:
+        item = Item("math500", f"q{i}", "What is 1+1?", "2", category)
+        return AnsweredItem(item, {m: ModelAnswer("…", bool(f))
+                                   for m, f in zip(POOL, flags, strict=True)})
+
+    # on the fitted rows: model 0 is right on geometry, model 1 on algebra and overall
+    fitted = [row(0, "geometry", (1, 0, 0)), row(1, "geometry", (1, 1, 0)),
+              row(2, "algebra", (0, 1, 0)), row(3, "algebra", (0, 1, 1)),
+              row(4, "algebra", (0, 1, 0))]
+    # held out: geometry goes to model 0, algebra to 1, an unseen category to the best single (1)
+    held = [row(5, "geometry", (1, 0, 0)), row(6, "algebra", (0, 0, 1)),
+            row(7, "number theory", (0, 1, 0)), row(8, "geometry", (0, 0, 1))]
+    found = baselines.simplest_routers(fitted, held, POOL)
+    assert found["best_single"] == {"model": POOL[1], "accuracy": 0.25}
+    assert found["lookup"] == 0.5  # rows 5 and 7
+    assert found["oracle"] == 1.0

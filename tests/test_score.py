@@ -136,6 +136,30 @@ def test_a_run_is_scored_on_the_rows_it_kept_out(world, capsys):
     assert "not measured (--live N)" in capsys.readouterr().out
 
 
+def test_a_run_is_set_beside_the_simplest_routers_learnt_on_the_rows_it_fitted(world, capsys):
+    run = world["tmp"] / "exp" / "held"
+    code, report = score(world, run)
+    out = capsys.readouterr().out
+    assert code == 0
+    held = json.loads((run / "holdout.json").read_text())["ids"]
+    for bench in BENCHES:
+        got = report["per_benchmark"][bench]
+        found = got["simplest"]
+        # model k is right on topic k: the lookup learnt on the fitted rows is never wrong
+        assert found["lookup"] == found["oracle"] == 1.0
+        fitted = [r for r in rows() if r.item.benchmark == bench and r.item.id not in held[bench]]
+        counts = [sum(r.answers[m].correct for r in fitted) for m in world["rules"].pool_names]
+        best = world["rules"].pool_names[int(np.argmax(counts))]
+        expected = np.mean([r.answers[best].correct for r in rows() if r.item.id in held[bench]])
+        assert found["best_single"] == {"model": best, "accuracy": pytest.approx(expected)}
+        assert found["captured"]["lookup"] == 1.0
+        assert found["captured"]["head"] == pytest.approx(
+            (got["cached_acc"] - expected) / (1 - expected))
+    assert out.count("category lookup 1.000") == len(BENCHES)
+    worse = [b for b in BENCHES if report["per_benchmark"][b]["cached_acc"] < 1.0]
+    assert out.count("the head routes worse than the lookup") == len(worse)
+
+
 def test_against_the_king_the_crown_rule_is_applied_to_the_paired_rows(world, capsys):
     code, report = score(world, world["tmp"] / "exp" / "held", "--king", "--repo", world["repo"])
     assert code == 0

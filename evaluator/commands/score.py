@@ -136,6 +136,8 @@ def lines(report: dict[str, Any], rules: Any) -> list[str]:
             text += (f"; live {live['live_acc']:.2f} in {live['avg_turns']:.2f} turns on "
                      f"{live['questions']}, score {r['score']:.4f}")
         out.append(text)
+        if "simplest" in r:
+            out.append(simplest_line(r["cached_acc"], r["simplest"]))
     if report["composite"] is not None:
         out.append(f"composite {report['composite']:.4f}")
     else:
@@ -160,6 +162,21 @@ def lines(report: dict[str, Any], rules: Any) -> list[str]:
         out += (unseen_lines(king, report) if king["unseen_rows"] else
                 bias_lines(king, rules) + kings_rows_hint(report))
     return out
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def simplest_line(cached: float, found: dict[str, Any]) -> str:
+    """The head beside the simplest routers learnt on the run's fitted rows (preview.simplest)."""
+    best, captured = found["best_single"], found["captured"]
+    return (f"  {'':<14} beside: best single {best['model']} {best['accuracy']:.3f}, category "
+            f"lookup {found['lookup']:.3f} (each category's best model on the fitted rows), "
+            f"oracle {found['oracle']:.3f}; of the best-single → oracle gap the head closes "
+            f"{_share(captured['head'])}, the lookup {_share(captured['lookup'])}"
+            + ("" if cached >= found["lookup"] else
+               " — the head routes worse than the lookup"))
 
 
 def unseen_lines(king: dict[str, Any], report: dict[str, Any]) -> list[str]:
