@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import contextlib
+import hashlib
 import io
 import json
 import logging
@@ -11,7 +13,7 @@ import os
 import pickle
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
@@ -43,6 +45,24 @@ JSON_MAX_CHARS = sandbox.DEFAULT_LIMITS.output_bytes  # no reply is longer than 
 JSON_SPECIAL = re.compile(r'[\\"\[\]{}]')
 INTEGER = re.compile(r"[+-]?\d+")
 BAD_REFERENCE = (ValueError, TypeError, AttributeError, KeyError, zlib.error, pickle.UnpicklingError)
+# grades kept by `remembered_grades` (None: off), keyed by a digest of the program, its tests,
+# the limits and the isolation mode
+_REMEMBERED: dict[str, Grade] | None = None
+REMEMBER_AT_MOST = 20_000
+
+
+@contextlib.contextmanager
+def remembered_grades() -> Iterator[None]:
+    """Within the block, a program met again with the same tests is graded once per process,
+    not once per call of `grade_many`: the demo's memoriser re-asks the sealed pool's
+    questions and the simulator gives it the same programs. Off by default: a real run grades
+    each collection afresh, and tests that change the sandbox see every run."""
+    global _REMEMBERED
+    outer, _REMEMBERED = _REMEMBERED, {} if _REMEMBERED is None else _REMEMBERED
+    try:
+        yield
+    finally:
+        _REMEMBERED = outer
 
 
 class LiveCodeBench(Benchmark):
@@ -112,14 +132,32 @@ class LiveCodeBench(Benchmark):
         again with the same tests is graded once."""
         pairs = list(pairs)
         seen: dict[Any, int] = {}
-        first = [seen.setdefault(grading_key(pair, i), i) for i, pair in enumerate(pairs)]
-        distinct = sorted(set(first))
+        keys = [grading_key(pair, i) for i, pair in enumerate(pairs)]
+        first = [seen.setdefault(key, i) for i, key in enumerate(keys)]
+        memo = _REMEMBERED
+        digests = ({i: self._digest(keys[i]) for i in set(first) if not isinstance(keys[i], int)}
+                   if memo is not None else {})  # a malformed pair (keyed by index): never kept
+        grades = {i: memo[d] for i, d in digests.items() if d in memo}
+        distinct = sorted(set(first) - set(grades))
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-        workers = max(1, min(workers or cores, cores, len(distinct)))
+        workers = max(1, min(workers or cores, cores, len(distinct) or 1))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            grades = dict(zip(distinct, pool.map(self.grade_pair, [pairs[i] for i in distinct]),
-                              strict=True))
+            fresh = dict(zip(distinct, pool.map(self.grade_pair, [pairs[i] for i in distinct]),
+                             strict=True))
+        grades.update(fresh)
+        if memo is not None:
+            for i, grade in fresh.items():
+                if i not in digests:
+                    continue
+                if len(memo) >= REMEMBER_AT_MOST:
+                    memo.pop(next(iter(memo)))
+                memo[digests[i]] = grade
         return [grades[i] for i in first]
+
+    def _digest(self, key: Any) -> str:
+        text = json.dumps([repr(key), repr(self.limits), self.sandbox_per_test,
+                           isolation.grading_mode()])
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def verdicts(self, program: str, tests: list[dict[str, str]], fn_name: str | None
                  ) -> list[str | None]:

@@ -410,3 +410,35 @@ def test_a_row_in_another_schema_is_refused(tmp_path):
         (tmp_path / name).write_text('{"question_id": "x", "prompt": "hi"}\n')
     with pytest.raises(BenchmarkError, match="code_generation_lite"):
         LCB.load_upstream(str(tmp_path))
+
+
+def test_within_remembered_grades_a_program_met_again_is_graded_once(monkeypatch):
+    from evaluator.benchmarks.livecodebench import remembered_grades
+
+    runs = []
+    real = LCB.verdicts
+
+    def counted(program, tests, fn_name):
+        runs.append(program)
+        return real(program, tests, fn_name)
+
+    monkeypatch.setattr(LCB, "verdicts", counted)
+    square = (fenced("n = int(input())\nprint(n * n)"), SQUARE)
+    wrong = (fenced("print(0)"), SQUARE)
+    with remembered_grades():
+        first = LCB.grade_many([square, wrong])
+        again = LCB.grade_many([wrong, square, ("not a pair",)])
+        assert len(runs) == 2  # the second call ran nothing it had graded
+        with remembered_grades():  # nested: the same memory
+            LCB.grade_many([square])
+        assert len(runs) == 2
+    assert [g.correct for g in first] == [True, False]
+    assert [g.correct for g in again] == [False, True, False]
+    LCB.grade_many([square, ("not a pair",)])
+    assert len(runs) == 3  # outside the block every call grades afresh
+    other = LiveCodeBench(dataclasses.replace(LIMITS, cpu_seconds=1))
+    monkeypatch.setattr(other, "verdicts", counted)
+    with remembered_grades():
+        LCB.grade_many([square])
+        other.grade_many([square])  # other limits could grade it otherwise
+    assert len(runs) == 5
