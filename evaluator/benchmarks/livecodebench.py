@@ -135,8 +135,11 @@ class LiveCodeBench(Benchmark):
         keys = [grading_key(pair, i) for i, pair in enumerate(pairs)]
         first = [seen.setdefault(key, i) for i, key in enumerate(keys)]
         memo = _REMEMBERED
-        digests = ({i: self._digest(keys[i]) for i in set(first) if not isinstance(keys[i], int)}
-                   if memo is not None else {})  # a malformed pair (keyed by index): never kept
+        digests = {}  # a malformed pair (keyed by its index) is never kept
+        if memo is not None:
+            context = [repr(self.limits), self.sandbox_per_test, isolation.grading_mode()]
+            digests = {i: _digest(keys[i], context) for i in set(first)
+                       if not isinstance(keys[i], int)}
         grades = {i: memo[d] for i, d in digests.items() if d in memo}
         distinct = sorted(set(first) - set(grades))
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
@@ -153,11 +156,6 @@ class LiveCodeBench(Benchmark):
                     memo.pop(next(iter(memo)))
                 memo[digests[i]] = grade
         return [grades[i] for i in first]
-
-    def _digest(self, key: Any) -> str:
-        text = json.dumps([repr(key), repr(self.limits), self.sandbox_per_test,
-                           isolation.grading_mode()])
-        return hashlib.sha256(text.encode()).hexdigest()
 
     def verdicts(self, program: str, tests: list[dict[str, str]], fn_name: str | None
                  ) -> list[str | None]:
@@ -190,6 +188,11 @@ class LiveCodeBench(Benchmark):
         else:
             result = sandbox.run_program(program, test["input"], self.limits, mode)
         return verdict(test, result)
+
+
+def _digest(key: Any, context: list[Any]) -> str:
+    """What a remembered grade is kept under: the grading key, the limits, the sandbox mode."""
+    return hashlib.sha256(json.dumps([repr(key), *context]).encode()).hexdigest()
 
 
 def verdict(test: dict[str, str], result: sandbox.RunResult) -> str | None:

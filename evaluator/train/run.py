@@ -53,7 +53,6 @@ SUMMARY_FILE = "summary.json"
 CHECKPOINT_FILE = "checkpoint.json"
 HOLDOUT_FILE = "holdout.json"  # the item ids the run kept out of training, per benchmark
 CHECKPOINT_FORMAT = 1
-STARTS = TRAIN_STARTS  # where a run without --init starts (TrainConfig.start)
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ class TrainConfig:
     live_items: int = 0  # live questions per benchmark and generation, with `live`
     holdout: float = 0.0  # share of each benchmark's rows kept out of training
     init: str = ""  # the weights hash of the head training starts from ("": `start`)
-    start: str = "fit"  # without init: one of STARTS
+    start: str = "fit"  # without init: one of rules.TRAIN_STARTS
     role_rows: int = 0  # training rows the role fit reads (0: the role rows as CMA-ES left them)
 
     @classmethod
@@ -102,8 +101,8 @@ class TrainConfig:
         if self.role_rows < 0:
             raise TrainingError(f"--role-rows must be 0 (no role fit) or positive, "
                                 f"not {self.role_rows}")
-        if self.start not in STARTS:
-            raise TrainingError(f"--start {self.start!r}: choose from {', '.join(STARTS)}")
+        if self.start not in TRAIN_STARTS:
+            raise TrainingError(f"--start {self.start!r}: choose from {', '.join(TRAIN_STARTS)}")
         if not 0 <= self.holdout < 1:
             raise TrainingError(f"--holdout {self.holdout} must be at least 0 and below 1")
 
