@@ -229,6 +229,10 @@ class Competition:
     # share of each benchmark's collected rows a run keeps out of training, so that
     # `tinyrouter score` can measure the head on rows it never fitted
     train_holdout: float = 0.2
+    # share of each benchmark's training rows the search does not read: every generation's
+    # head (and the start's) is scored on them, and the run keeps the best, so a search that
+    # only fits its minibatches' noise gives back the start rather than erode it
+    train_select: float = 0.2
     # training rows the role fit reads after the search (evaluator/train/roles.py)
     train_role_rows: int = 300
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)

@@ -253,8 +253,8 @@ def copy_the_king(ws: Workspace) -> None:
 
 def memorise(ws: Workspace) -> None:
     """A memorising miner: collects every public item but the train ids, fits a head to them
-    (no holdout, no shrinking toward the category's rate, a start fitted to each row's own
-    answers rather than to the category lookup) and submits it."""
+    (no holdout, no rows set aside, no shrinking toward the category's rate, a start fitted
+    to each row's own answers rather than to the category lookup) and submits it."""
     from evaluator.benchmarks.corpus import load_corpus
     from evaluator.collect import collect_training, pool_client_factory
     from evaluator.train.data import LEDGER_FILE, data_path
@@ -271,7 +271,8 @@ def memorise(ws: Workspace) -> None:
                "--run-name", MEMORISER.login, "--data", data, "--encoder", ws.encoder,
                "--experiments", runs, "--generations", MEMORISER_GENERATIONS,
                "--popsize", POPSIZE,
-               "--seed", MEMORISER.seed, "--holdout", 0, "--shrink", 0, "--start", "rows",
+               "--seed", MEMORISER.seed, "--holdout", 0, "--select", 0,
+               "--shrink", 0, "--start", "rows",
                "--progress-every", MEMORISER_GENERATIONS // 3)
     tinyrouter(ws, "pack", "--run-dir", runs / MEMORISER.login, "--miner-name", MEMORISER.login,
                "--repo", ws.repo)

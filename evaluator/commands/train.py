@@ -9,7 +9,8 @@ from pathlib import Path
 from evaluator.errors import UsageError
 from evaluator.rules import OFFICIAL, TRAIN_STARTS, Competition
 
-TRAINING_OPTIONS = ("generations", "popsize", "sigma0", "minibatch", "scales_step", "shrink")
+TRAINING_OPTIONS = ("generations", "popsize", "sigma0", "minibatch", "scales_step", "shrink",
+                    "select")
 
 
 def add_train(p: argparse.ArgumentParser) -> None:
@@ -42,6 +43,11 @@ def add_train(p: argparse.ArgumentParser) -> None:
                         "rows as the search left them)")
     p.add_argument("--holdout", type=float, help="share of each benchmark's rows kept out of "
                    f"training, for `tinyrouter score` (default: {OFFICIAL.train_holdout}; 0 keeps none)")
+    p.add_argument("--select", type=float, help="share of each benchmark's training rows the "
+                   "search never reads: the start and every generation's head are scored on "
+                   "them, and the run keeps the best, so a search that only fits noise gives "
+                   f"back its start (default: {OFFICIAL.train_select}; 0 keeps the last "
+                   "generation)")
     p.add_argument("--start", choices=TRAIN_STARTS, default=TRAIN_STARTS[0],
                    help="without --init, where the search starts: fit (the model rows fitted "
                         "to each row's category's best model, the category lookup, in a "
@@ -168,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
           f"best fitness {summary['best_fitness']:.4f}")
     if start is not None:
         print(f"  started from {start.label} (weights {start.weights_sha256[:12]}…)")
+    print(f"  {kept_line(summary['selection'], summary['optimizer']['generations'])}")
     for name, t in summary["train"].items():
         held = len(heldout[name]) if heldout else 0
         print(f"  {name:<14} train argmax accuracy {t['argmax_acc']:.4f} "
@@ -187,6 +194,18 @@ def run(args: argparse.Namespace) -> int:
     print(f"      {invocation(args)} pack --run-dir {quote(str(run_dir))} "
           f"--miner-name <your GitHub login>{repo}")
     return 0
+
+
+def kept_line(chosen: dict, generations: int) -> str:
+    """Which head the run kept, and why."""
+    if not chosen["rows"]:
+        return f"kept the head after the last generation ({generations}): no rows set aside"
+    start = ("" if chosen["start_accuracy"] is None
+             else f"; the start {chosen['start_accuracy']:.4f}")
+    which = ("the start, fitted again on every training row" if chosen["kept_after"] == 0
+             else f"the head after generation {chosen['kept_after']} of {generations}")
+    return (f"kept {which}: it routes best on the {chosen['rows']} rows set aside "
+            f"(argmax accuracy {chosen['accuracy']:.4f}{start})")
 
 
 def local_or_id(encoder: str) -> str:

@@ -21,6 +21,7 @@ from evaluator.types import AnsweredItem
 
 LEDGER_FILE = "ledger.jsonl"  # the cost ledger beside collected data, and in every run folder
 HOLDOUT_STREAM = 2  # keeps the held-out draw apart from the minibatches' random stream
+ASIDE_STREAM = 3  # and the rows set aside to choose the generation by
 
 
 def data_path(data_dir: str | Path, benchmark: str) -> Path:
@@ -71,6 +72,12 @@ class TrainingSet:
         for rows in groups.values():
             means[rows] = self.correct[rows].mean(axis=0)
         return (1 - shrink) * self.correct + shrink * means
+
+    def subset(self, index: np.ndarray) -> TrainingSet:
+        """The rows `index` names (sorted indices keep the benchmark order)."""
+        index = np.sort(np.asarray(index, dtype=np.int64))
+        return TrainingSet([self.rows[i] for i in index], self.benchmark_of[index],
+                           self.correct[index], self.benchmarks)
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256()
@@ -147,12 +154,30 @@ def rows_with_ids(data_dir: str | Path, ids: dict[str, list[str]],
     return found
 
 
-def minibatch(data: TrainingSet, generation: int, seed: int, size: int) -> np.ndarray:
-    """Indices of one generation's batch: an equal share per benchmark, without replacement."""
+def split_aside(data: TrainingSet, share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the rows the search reads, the rows set aside to choose its generation by), as indices
+    of `data.rows`: a seeded `share` of each benchmark's rows, leaving at least one to search."""
+    rng = np.random.default_rng([seed, ASIDE_STREAM])
+    aside = []
+    for b in range(len(data.benchmarks)):
+        rows = np.flatnonzero(data.benchmark_of == b)
+        n = min(round(share * len(rows)), len(rows) - 1)
+        aside += rng.choice(rows, size=n, replace=False).tolist() if n > 0 else []
+    chosen = np.zeros(len(data.rows), dtype=bool)
+    chosen[aside] = True
+    return np.flatnonzero(~chosen), np.flatnonzero(chosen)
+
+
+def minibatch(data: TrainingSet, generation: int, seed: int, size: int,
+              among: np.ndarray | None = None) -> np.ndarray:
+    """Indices of one generation's batch: an equal share per benchmark, without replacement,
+    drawn from the rows `among` names (default all)."""
     rng = np.random.default_rng([seed, generation])
     parts = []
     share = max(1, size // len(data.benchmarks))
+    allowed = np.ones(len(data.rows), dtype=bool) if among is None else np.isin(
+        np.arange(len(data.rows)), among)
     for b in range(len(data.benchmarks)):
-        pool = np.flatnonzero(data.benchmark_of == b)
+        pool = np.flatnonzero((data.benchmark_of == b) & allowed)
         parts.append(rng.choice(pool, size=min(share, len(pool)), replace=False))
     return np.sort(np.concatenate(parts))

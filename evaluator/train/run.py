@@ -3,19 +3,23 @@
 Fitness is the expected cached accuracy of `fitness.evaluate_population` against each row's
 target (the cached grade pulled toward the model's rate on the question's category,
 `shrink`), so the head is rewarded for who is good at what rather than for which answers
-happened to land. Resuming replays the recorded fitness values through a fresh optimiser
-with the same seed, which rebuilds its state exactly without pickling it.
+happened to land. A share of the training rows (`select`) is set aside: the search never
+reads it, every generation's head (and the start) is scored on it, and the run keeps the
+best, so a search that only fits its minibatches' noise hands back its start. Resuming
+replays the recorded fitness values through a fresh optimiser with the same seed, which
+rebuilds its state exactly without pickling it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +37,7 @@ from evaluator.submission.weights import (
     theta_from_tensors,
     write_weights,
 )
-from evaluator.train.data import LEDGER_FILE, TrainingSet, minibatch
+from evaluator.train.data import LEDGER_FILE, TrainingSet, minibatch, split_aside
 from evaluator.train.fitness import (
     Featurizer,
     argmax_accuracy,
@@ -72,6 +76,7 @@ class TrainConfig:
     live: bool = False
     live_items: int = 0  # live questions per benchmark and generation, with `live`
     holdout: float = 0.0  # share of each benchmark's rows kept out of training
+    select: float = 0.0  # share of the training rows set aside to keep the best generation by
     init: str = ""  # the weights hash of the head training starts from ("": `start`)
     start: str = "fit"  # without init: one of rules.TRAIN_STARTS
     role_rows: int = 0  # training rows the role fit reads (0: the role rows as CMA-ES left them)
@@ -81,7 +86,8 @@ class TrainConfig:
         """A config from command-line values: None takes the rules' default, 0 is an error."""
         defaults = {"generations": rules.train_generations, "popsize": rules.train_popsize,
                     "sigma0": rules.train_sigma0, "minibatch": rules.train_minibatch,
-                    "scales_step": rules.train_scales_step, "shrink": rules.train_shrink}
+                    "scales_step": rules.train_scales_step, "shrink": rules.train_shrink,
+                    "select": rules.train_select}
         values = {**defaults, **{k: v for k, v in given.items() if v is not None}}
         config = cls(benchmarks=tuple(benchmarks), **values)
         config.check()
@@ -105,6 +111,8 @@ class TrainConfig:
             raise TrainingError(f"--start {self.start!r}: choose from {', '.join(TRAIN_STARTS)}")
         if not 0 <= self.holdout < 1:
             raise TrainingError(f"--holdout {self.holdout} must be at least 0 and below 1")
+        if not 0 <= self.select < 1:
+            raise TrainingError(f"--select {self.select} must be at least 0 and below 1")
 
     def settings(self) -> dict[str, Any]:
         """What must match for a resume to continue the same run (not the length)."""
@@ -142,14 +150,21 @@ def _state_digest(es: cma.CMAEvolutionStrategy) -> str:
     return hashlib.sha256(np.asarray(es.mean, dtype=np.float64).tobytes()).hexdigest()
 
 
-def _step(es: cma.CMAEvolutionStrategy, fitness: Callable[[list], np.ndarray]) -> np.ndarray:
-    """One ask/evaluate/tell; the evaluation cannot disturb pycma's global random stream."""
-    thetas = es.ask()
+@contextlib.contextmanager
+def _global_random_kept() -> Iterator[None]:
+    """What runs inside cannot disturb pycma's stream (numpy's global one)."""
     state = np.random.get_state()
     try:
-        values = np.asarray(fitness(thetas), dtype=np.float64)
+        yield
     finally:
         np.random.set_state(state)
+
+
+def _step(es: cma.CMAEvolutionStrategy, fitness: Callable[[list], np.ndarray]) -> np.ndarray:
+    """One ask/evaluate/tell."""
+    thetas = es.ask()
+    with _global_random_kept():
+        values = np.asarray(fitness(thetas), dtype=np.float64)
     es.tell(thetas, list(-values))  # pycma minimises
     return values
 
@@ -200,13 +215,16 @@ def prepare_run_dir(run_dir: Path, resume: bool, ledger_source: Path | None) -> 
         shutil.copyfile(ledger_source, run_dir / LEDGER_FILE)
 
 
-def save_state(run_dir: Path, es: cma.CMAEvolutionStrategy, config: TrainConfig,
-               data: TrainingSet, told: list[list[float]], history: list[dict],
-               rules: Competition) -> None:
-    head, scales = tensors_from_theta(np.asarray(es.mean, dtype=np.float32), rules)
+def write_head(run_dir: Path, theta: np.ndarray, rules: Competition) -> None:
+    """The run's head (BEST_FILE), replaced whole."""
+    head, scales = tensors_from_theta(np.asarray(theta, dtype=np.float32), rules)
     tmp = run_dir / f".{BEST_FILE}.tmp"
     write_weights(tmp, head, scales)
     tmp.replace(run_dir / BEST_FILE)
+
+
+def save_state(run_dir: Path, es: cma.CMAEvolutionStrategy, config: TrainConfig,
+               data: TrainingSet, told: list[list[float]], history: list[dict]) -> None:
     write_json(run_dir / HISTORY_FILE, {"format": CHECKPOINT_FORMAT, "generations": history})
     write_json(run_dir / CHECKPOINT_FILE, {
         "format": CHECKPOINT_FORMAT, "settings": config.settings(),
@@ -246,11 +264,14 @@ def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
         write_json(run_dir / HOLDOUT_FILE, {"format": CHECKPOINT_FORMAT, "share": config.holdout,
                                             "seed": config.seed, "ids": heldout})
     log.debug("training %s: %s on %d rows", run_dir, config, len(data.rows))
-    targets = data.targets(config.shrink)
-    if start is None and config.start != "zero":
-        feats = featurizer.features(np.arange(len(data.rows)), np.ones(rules.svf_scale_count))
-        start = fitted_theta(feats, start_targets(data, config.shrink) if config.start == "fit"
-                             else targets, rules)
+    search, aside = split_aside(data, config.select, config.seed)
+    searched = data.subset(search)
+    # the search's targets come from its own rows: the set-aside rows' grades reach it nowhere
+    targets = np.zeros_like(data.correct, dtype=np.float64)
+    targets[search] = searched.targets(config.shrink)
+    if start is None:
+        start = start_theta(config, searched, featurizer, search, rules)
+    chooser = Chooser(featurizer, data, aside, rules, start=None if config.init else start)
     es = make_optimizer(config, rules, start)
     told: list[list[float]] = []
     history: list[dict] = []
@@ -259,9 +280,12 @@ def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
         replay(es, ckpt)
         told = ckpt["told"]
         history = _read_json(run_dir / HISTORY_FILE, "nothing to resume")["generations"]
-    start = time.monotonic() - (history[-1]["seconds"] if history else 0.0)
+        chooser.replay(history)
+    elif chooser.kept is not None:
+        write_head(run_dir, start, rules)
+    began = time.monotonic() - (history[-1]["seconds"] if history else 0.0)
     for generation in range(len(told), config.generations):
-        index = minibatch(data, generation, config.seed, config.minibatch)
+        index = minibatch(data, generation, config.seed, config.minibatch, among=search)
         extra: dict[str, float] = {}
 
         def fitness(thetas: list, ix: np.ndarray = index, g: int = generation,
@@ -277,19 +301,98 @@ def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
         values = _step(es, fitness)
         told.append([float(v) for v in values])
         best = max(float(values.max()), history[-1]["best"] if history else -np.inf)
+        if chooser.offer(es.mean, generation + 1, extra):
+            write_head(run_dir, es.mean, rules)
         history.append({"generation": generation, "mean": float(values.mean()),
                         "max": float(values.max()), "best": best, **extra,
-                        "seconds": round(time.monotonic() - start, 3)})
-        save_state(run_dir, es, config, data, told, history, rules)
+                        "seconds": round(time.monotonic() - began, 3)})
+        save_state(run_dir, es, config, data, told, history)
         if on_generation:
             on_generation(history[-1])
     if not history:
         raise TrainingError("no generation was trained; ask for at least one (--generations)")
+    if chooser.kept == 0:
+        # the start won (it is never a given head): its convex fit again, on every training row
+        write_head(run_dir, start_theta(config, data, featurizer, np.arange(len(data.rows)),
+                                        rules), rules)
     if roles is not None:
         fit_role_rows(run_dir, featurizer, roles, rules)
     summary = summarize(run_dir, config, data, featurizer, history, rules, roles)
+    summary["selection"] = chooser.record(config)
     write_json(run_dir / SUMMARY_FILE, summary)
     return summary
+
+
+def start_theta(config: TrainConfig, data: TrainingSet, featurizer: Featurizer,
+                index: np.ndarray, rules: Competition) -> np.ndarray:
+    """Where `config.start` begins on `data`, whose row k is the featurizer's row index[k]."""
+    if config.start == "zero":
+        return initial_theta(rules)
+    feats = featurizer.features(index, np.ones(rules.svf_scale_count))
+    return fitted_theta(feats, start_targets(data, config.shrink) if config.start == "fit"
+                        else data.targets(config.shrink), rules)
+
+
+class Chooser:
+    """Keeps the head that routes best on the rows set aside: the start (unless it is a given
+    head, which a submission must differ from) and the search's mean after each generation.
+
+    The score is the argmax decision's accuracy on the raw grades, averaged over the
+    benchmarks as the composite averages them; a later head must beat the kept one, so a tie
+    keeps the earlier. With no rows set aside every generation is kept (the last one wins).
+    """
+
+    def __init__(self, featurizer: Featurizer, data: TrainingSet, aside: np.ndarray,
+                 rules: Competition, start: np.ndarray | None):
+        self.featurizer, self.data, self.aside, self.rules = featurizer, data, aside, rules
+        self.kept: int | None = None  # generations searched before the kept head (0: the start)
+        self.score = -np.inf
+        self.start_score: float | None = None
+        if start is not None and len(aside):
+            self.start_score = self.score = self.accuracy(start)
+            self.kept = 0
+
+    def accuracy(self, theta: np.ndarray) -> float:
+        head, scales = tensors_from_theta(np.asarray(theta, dtype=np.float32), self.rules)
+        with _global_random_kept():
+            feats = self.featurizer.features(self.aside, scales)
+        owner = self.data.benchmark_of[self.aside]
+        correct = self.data.correct[self.aside]
+        return float(np.mean([argmax_accuracy(head, feats[owner == b], correct[owner == b],
+                                              self.rules) for b in np.unique(owner)]))
+
+    def offer(self, theta: np.ndarray, searched: int, extra: dict[str, float]) -> bool:
+        """True when the head after `searched` generations is the one to keep; its score goes
+        into `extra` (the history entry)."""
+        if not len(self.aside):
+            self.kept = searched
+            return True
+        extra["aside"] = score = self.accuracy(theta)
+        return self._consider(score, searched)
+
+    def _consider(self, score: float, searched: int) -> bool:
+        if score <= self.score:
+            return False
+        self.score, self.kept = score, searched
+        return True
+
+    def replay(self, history: list[dict]) -> None:
+        """The choice as the recorded history left it (a resumed run)."""
+        for entry in history:
+            if not len(self.aside):
+                self.kept = entry["generation"] + 1
+            elif isinstance(entry.get("aside"), (int, float)):
+                self._consider(float(entry["aside"]), entry["generation"] + 1)
+            else:
+                raise TrainingError("the run's history lacks the set-aside rows' scores; "
+                                    "start a new run")
+
+    def record(self, config: TrainConfig) -> dict[str, Any]:
+        """The summary's account of the choice."""
+        if not len(self.aside):
+            return {"share": config.select, "rows": 0, "kept_after": self.kept}
+        return {"share": config.select, "rows": len(self.aside), "kept_after": self.kept,
+                "accuracy": self.score, "start_accuracy": self.start_score}
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from evaluator.rules import OFFICIAL
 from evaluator.submission import read_weights, theta_from_tensors
 from evaluator.submission.weights import tensors_from_theta
 from evaluator.train import fitness
-from evaluator.train.data import TrainingSet, load_training_set, minibatch
+from evaluator.train.data import TrainingSet, load_training_set, minibatch, split_aside
 from evaluator.train.fitness import (
     argmax_accuracy,
     encoder_featurizer,
@@ -22,7 +22,7 @@ from evaluator.train.fitness import (
 from evaluator.train.live import pool_live_fitness
 from evaluator.train.roles import fit_roles, fit_rows, role_choices, turn2_transcripts
 from evaluator.train.run import RoleData, TrainConfig, initial_theta, run_training
-from evaluator.train.start import fitted_theta
+from evaluator.train.start import fitted_theta, start_targets
 from evaluator.types import AnsweredItem, Item, ModelAnswer
 
 TINY = dataclasses.replace(OFFICIAL, hidden_size=8, svf_scale_count=7 * 8)
@@ -70,7 +70,7 @@ def problem(tmp_path):
 
 def config(generations=5, **kw):
     return TrainConfig.resolve(TINY, BENCHES, generations=generations,
-                               popsize=kw.pop("popsize", 8), sigma0=0.3,
+                               popsize=kw.pop("popsize", 8), sigma0=kw.pop("sigma0", 0.3),
                                minibatch=kw.pop("minibatch", 40), **kw)
 
 
@@ -241,11 +241,13 @@ def test_resume_continues_exactly_where_it_stopped(problem, tmp_path):
     run_training(tmp_path / "straight", config(6), data, feats, TINY)
     run_training(tmp_path / "split", config(3), data, feats, TINY)
     calls = feats.calls
-    run_training(tmp_path / "split", config(6), data, feats, TINY, resume=True)
+    summary = run_training(tmp_path / "split", config(6), data, feats, TINY, resume=True)
     assert _outputs(tmp_path / "straight") == _outputs(tmp_path / "split")
-    # only the three new generations were evaluated (8 candidates each, + the start's fit
-    # and the summary)
-    assert feats.calls - calls == 3 * 8 + 2
+    # only the three new generations were evaluated (8 candidates and the set-aside rows'
+    # score each), besides the start's fit, its set-aside score, its refit on every row when
+    # it is the head kept, and the summary
+    refit = summary["selection"]["kept_after"] == 0
+    assert feats.calls - calls == 3 * (8 + 1) + 3 + refit
 
 
 # ---------------------------------------------------------------- bad input
@@ -415,11 +417,85 @@ def test_live_training_plays_questions_through_the_pool_and_ledgers_them(tmp_pat
     assert ledger.total_cost_usd > 0.01
 
 
+# ---------------------------------------------------------------- the head kept
+
+def _history(run):
+    return json.loads((run / "history.json").read_text())["generations"]
+
+
+def test_a_search_that_only_wrecks_its_start_hands_back_the_start_fitted_on_every_row(
+        problem, tmp_path):
+    data, feats = problem
+    # steps this large throw the fitted rows about: no generation routes the set-aside rows
+    # as well as the start
+    summary = run_training(tmp_path / "run", config(4, sigma0=30.0), data, feats, TINY)
+    chosen = summary["selection"]
+    assert chosen["kept_after"] == 0 and chosen["rows"] == 24  # 0.2 of 60 rows, twice
+    assert all(h["aside"] <= chosen["start_accuracy"] for h in _history(tmp_path / "run"))
+    head, scales = read_weights(tmp_path / "run" / "best.safetensors", TINY)
+    refit = fitted_theta(feats.features(np.arange(len(data.rows)), np.ones(8)),
+                         start_targets(data, TINY.train_shrink), TINY)
+    assert np.array_equal(theta_from_tensors(head, scales), refit.astype(np.float32))
+
+
+def test_the_head_kept_is_the_search_after_its_best_generation_on_the_rows_set_aside(
+        problem, tmp_path):
+    data, feats = problem
+    summary = run_training(tmp_path / "long", config(12, start="zero", popsize=12), data,
+                           feats, TINY)
+    kept = summary["selection"]["kept_after"]
+    scores = [h["aside"] for h in _history(tmp_path / "long")]
+    assert kept > 0 and scores[kept - 1] == max(scores) > summary["selection"]["start_accuracy"]
+    assert scores.index(max(scores)) == kept - 1  # a tie keeps the earlier head
+    run_training(tmp_path / "short", config(kept, start="zero", popsize=12), data, feats, TINY)
+    assert (tmp_path / "long" / "best.safetensors").read_bytes() == \
+        (tmp_path / "short" / "best.safetensors").read_bytes()
+
+
+def test_the_search_never_reads_the_rows_set_aside(problem, tmp_path):
+    data, feats = problem
+    _, aside = split_aside(data, TINY.train_select, seed=0)
+    flipped = dataclasses.replace(data, correct=data.correct.copy())
+    flipped.correct[aside] = 1 - flipped.correct[aside]
+    for name, rows in (("as-collected", data), ("flipped", flipped)):
+        run_training(tmp_path / name, config(4), rows, feats, TINY)
+    searched = [[{k: h[k] for k in ("mean", "max", "best")} for h in _history(tmp_path / name)]
+                for name in ("as-collected", "flipped")]
+    assert searched[0] == searched[1]  # the same start, the same fitness, generation by generation
+    assert [h["aside"] for h in _history(tmp_path / "as-collected")] != \
+        [h["aside"] for h in _history(tmp_path / "flipped")]
+
+
+def test_a_given_head_is_never_handed_back(problem, tmp_path):
+    data, feats = problem
+    given = fitted_theta(feats.features(np.arange(len(data.rows)), np.ones(8)),
+                         start_targets(data, TINY.train_shrink), TINY)
+    summary = run_training(tmp_path / "run", config(3, sigma0=30.0, init="f" * 64), data,
+                           feats, TINY, start=given)
+    assert summary["selection"]["kept_after"] >= 1
+    assert summary["selection"]["start_accuracy"] is None
+    head, scales = read_weights(tmp_path / "run" / "best.safetensors", TINY)
+    assert not np.array_equal(theta_from_tensors(head, scales), given.astype(np.float32))
+
+
+def test_without_rows_set_aside_the_last_generation_is_the_head(problem, tmp_path):
+    data, feats = problem
+    summary = run_training(tmp_path / "run", config(3, select=0), data, feats, TINY)
+    assert summary["selection"] == {"share": 0, "rows": 0, "kept_after": 3}
+    assert "aside" not in _history(tmp_path / "run")[-1]
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.0])
+def test_a_share_set_aside_outside_0_to_1_is_refused(share):
+    with pytest.raises(TrainingError, match="--select"):
+        config(select=share)
+
+
 def test_scales_step_sets_how_far_the_svf_scales_move(problem, tmp_path):
     data, feats = problem
     moved = []
     for name, step in (("wide", 1.0), ("narrow", 0.01)):
-        run_training(tmp_path / name, config(3, scales_step=step), data, feats, TINY)
+        run_training(tmp_path / name, config(3, scales_step=step, select=0), data, feats, TINY)
         _, scales = read_weights(tmp_path / name / "best.safetensors", TINY)
         moved.append(float(np.abs(scales - 1).mean()))
     assert moved[1] < moved[0] / 10
