@@ -32,7 +32,10 @@ class Explanation:
     """A verdict as published: the outcome, the disclosed figures and one sentence of why.
 
     `against` is the king's composite the head was judged against (re-scored in the same run,
-    on the same items); `places` the decimals every figure is disclosed to."""
+    on the same items); `places` the decimals every figure is disclosed to. `interval` is the
+    95% interval of the crown test's difference (every cached item and live question, without
+    the overfit factor), which is `difference`, its centre, where the record carries its crown
+    test: Δ, the published composites' difference, need not lie inside it."""
 
     outcome: str
     composite: float | None
@@ -42,15 +45,27 @@ class Explanation:
     places: int
     sentence: str
     gate: int | None = None  # the gate that stopped it, for a head never evaluated
+    difference: float | None = None
 
-    COLUMNS = ("shown_composite", "judged_against", "shown_delta", "ci95_low", "ci95_high", "why")
+    COLUMNS = ("shown_composite", "judged_against", "shown_delta", "crown_difference",
+               "ci95_low", "ci95_high", "why")
 
     def to_dict(self) -> dict[str, Any]:
         """The columns a download carries beside the record."""
         low, high = self.interval or (None, None)
         return {"shown_composite": self.composite, "judged_against": self.against,
-                "shown_delta": self.delta, "ci95_low": low, "ci95_high": high,
-                "why": self.sentence}
+                "shown_delta": self.delta, "crown_difference": self.difference,
+                "ci95_low": low, "ci95_high": high, "why": self.sentence}
+
+    def interval_words(self) -> str:
+        """The interval as a sentence's parenthesis says it: with the difference it brackets."""
+        if self.interval is None:
+            return "no interval recorded"
+        low, high = (_signed(v, self.places) for v in self.interval)
+        if self.difference is None:
+            return f"95% interval of the difference {low} to {high}"
+        return (f"the crown test's difference {_signed(self.difference, self.places)}, 95% "
+                f"interval {low} to {high}")
 
 
 def _places(precision: float) -> int:
@@ -153,7 +168,10 @@ def explain(record: Result | dict[str, Any], rules: Competition) -> Explanation:
                 else (_round(public.ci95[0], places), _round(public.ci95[1], places)))
     sentence = (_tested_sentence(outcome, delta, public.crown_test, places, rules)
                 if public.crown_test else _scored_sentence(outcome, delta, interval, places, rules))
-    return Explanation(outcome, composite, against, delta, interval, places, sentence)
+    difference = (_round(public.crown_test["difference"], places)
+                  if public.crown_test and interval is not None else None)
+    return Explanation(outcome, composite, against, delta, interval, places, sentence,
+                       difference=difference)
 
 
 def _gate_name(gate: int | None) -> str | None:

@@ -39,8 +39,10 @@ def headline(public: dict[str, Any]) -> str:
                   f"king {public['king_composite']:.4f}, delta {public['delta']:+.4f}")
         return f"{who}: new king: composite {public['composite']:.4f} ({versus})"
     low, high = public["ci95"]
+    test = public.get("crown_test")
+    centre = f"crown test difference {test['difference']:+.2f}, " if test else ""
     return (f"{who}: not crowned: composite {public['composite']:.2f}, delta "
-            f"{public['delta']:+.2f} (95% interval {low:+.2f} to {high:+.2f})")
+            f"{public['delta']:+.2f} ({centre}95% interval {low:+.2f} to {high:+.2f})")
 
 
 def crown_test(result: dict, rules: Competition) -> str:

@@ -71,3 +71,22 @@ def test_a_head_stopped_at_a_gate_says_which_and_why(gate, says):
     attempt = Attempt("oscar", 1, 3, "b" * 40, "2026-11-29T12:00:00Z", failed_gate=gate)
     why = explain_gate(attempt)
     assert why.sentence.startswith(says) and why.gate == gate and why.composite is None
+
+
+def test_a_loss_shows_the_interval_beside_the_difference_it_brackets():
+    # the published Δ reads the eval half with the overfit factor; the crown test reads every
+    # cached item and live question without it, so Δ can lie outside the test's interval
+    from evaluator.reports import headline
+
+    test = {"stage": 1, "difference": -0.0712, "se": 0.015, "z": -4.7, "live_items": 20}
+    record = {**lost(0.5801, 0.6093, -0.1006, -0.0418), "crown_test": test}
+    why = explain(record, OFFICIAL)
+    assert (why.delta, why.difference, why.interval) == (-0.03, -0.07, (-0.1, -0.04))
+    assert why.interval_words() == ("the crown test's difference -0.07, 95% interval -0.10 to "
+                                    "-0.04")
+    assert why.to_dict()["crown_difference"] == -0.07
+    assert headline(record).endswith("delta -0.03 (crown test difference -0.07, 95% interval "
+                                     "-0.10 to -0.04)")
+    older = explain(lost(0.6301, 0.6093, -0.04), OFFICIAL)  # recorded before crown tests
+    assert older.difference is None
+    assert older.interval_words() == "95% interval of the difference -0.04 to +0.09"

@@ -118,6 +118,17 @@ def fmt_interval(pair: Any, digits: int = 4) -> Markup:
     return Markup(f"[{_fixed(low, digits, '+')}, {_fixed(high, digits, '+')}]")
 
 
+def fmt_tested(why: Any) -> Markup:
+    """An explanation's crown-test difference and its interval: "+0.07 [+0.04, +0.10]"; the
+    interval alone for a record without its test."""
+    places = getattr(why, "places", 4)
+    interval = fmt_interval(getattr(why, "interval", None), places)
+    difference = _number(getattr(why, "difference", None))
+    if difference is None:
+        return interval
+    return Markup(f"{_fixed(difference, places, '+')} {interval}")
+
+
 def fmt_share(value: Any, items: Any, few: int = 20) -> Markup:
     """A share of `items`: a percentage, or a count ("3 of 4") when there are fewer than `few`
     items, where a percentage would claim more than a handful can show."""
@@ -191,6 +202,7 @@ def fmt_date(value: Any, with_time: bool = False) -> Markup:
 
 
 FILTERS = {"score": fmt_score, "delta": fmt_delta, "pct": fmt_pct, "usd": fmt_usd,
-           "num": fmt_num, "interval": fmt_interval, "date": fmt_date, "label": safe_label,
+           "num": fmt_num, "interval": fmt_interval, "tested": fmt_tested, "date": fmt_date,
+           "label": safe_label,
            "plural": fmt_plural, "share": fmt_share, "rate": fmt_rate, "mc": fmt_mc,
            "encoder": fmt_encoder, "hub_id": fmt_hub_id}
