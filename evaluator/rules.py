@@ -233,6 +233,10 @@ class Competition:
     # head (and the start's) is scored on them, and the run keeps the best, so a search that
     # only fits its minibatches' noise gives back the start rather than erode it
     train_select: float = 0.2
+    # a later head replaces the kept one only when, on the rows set aside, its wins less its
+    # losses (rows exactly one of them gets right) exceed this many √(such rows): a sign test,
+    # so that the best of hundreds of noisy generations is not kept for a lead of one row
+    train_select_z: float = 2.0
     # training rows the role fit reads after the search (evaluator/train/roles.py)
     train_role_rows: int = 300
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)

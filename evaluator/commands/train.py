@@ -45,9 +45,9 @@ def add_train(p: argparse.ArgumentParser) -> None:
                    f"training, for `tinyrouter score` (default: {OFFICIAL.train_holdout}; 0 keeps none)")
     p.add_argument("--select", type=float, help="share of each benchmark's training rows the "
                    "search never reads: the start and every generation's head are scored on "
-                   "them, and the run keeps the best, so a search that only fits noise gives "
-                   f"back its start (default: {OFFICIAL.train_select}; 0 keeps the last "
-                   "generation)")
+                   "them, and a head replaces the kept one only when it leads there beyond "
+                   "chance, so a search that only fits noise gives back its start (default: "
+                   f"{OFFICIAL.train_select}; 0 keeps the last generation)")
     p.add_argument("--start", choices=TRAIN_STARTS, default=TRAIN_STARTS[0],
                    help="without --init, where the search starts: fit (the model rows fitted "
                         "to each row's category's best model, the category lookup, in a "
@@ -200,12 +200,15 @@ def kept_line(chosen: dict, generations: int) -> str:
     """Which head the run kept, and why."""
     if not chosen["rows"]:
         return f"kept the head after the last generation ({generations}): no rows set aside"
+    rows = f"{chosen['rows']} rows set aside"
+    if chosen["kept_after"] == 0:
+        return (f"kept the start, fitted again on every training row: no generation led it "
+                f"beyond chance on the {rows} (argmax accuracy {chosen['accuracy']:.4f})")
     start = ("" if chosen["start_accuracy"] is None
              else f"; the start {chosen['start_accuracy']:.4f}")
-    which = ("the start, fitted again on every training row" if chosen["kept_after"] == 0
-             else f"the head after generation {chosen['kept_after']} of {generations}")
-    return (f"kept {which}: it routes best on the {chosen['rows']} rows set aside "
-            f"(argmax accuracy {chosen['accuracy']:.4f}{start})")
+    return (f"kept the head after generation {chosen['kept_after']} of {generations}: it led "
+            f"the head kept before it beyond chance on the {rows} (argmax accuracy "
+            f"{chosen['accuracy']:.4f}{start})")
 
 
 def local_or_id(encoder: str) -> str:

@@ -21,7 +21,13 @@ from evaluator.train.fitness import (
 )
 from evaluator.train.live import pool_live_fitness
 from evaluator.train.roles import fit_roles, fit_rows, role_choices, turn2_transcripts
-from evaluator.train.run import RoleData, TrainConfig, initial_theta, run_training
+from evaluator.train.run import (
+    RoleData,
+    TrainConfig,
+    clear_lead,
+    initial_theta,
+    run_training,
+)
 from evaluator.train.start import fitted_theta, start_targets
 from evaluator.types import AnsweredItem, Item, ModelAnswer
 
@@ -337,7 +343,18 @@ def test_train_command_runs_and_resumes(tmp_path, monkeypatch, capsys):
     assert main([*argv, "--generations", "3", "--resume"]) == 0
     history = json.loads((tmp_path / "exp" / "r1" / "history.json").read_text())
     assert len(history["generations"]) == 3
-    assert f"tinyrouter --competition {competition} pack --run-dir" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"tinyrouter --competition {competition} pack --run-dir" in out
+    summary = json.loads((tmp_path / "exp" / "r1" / "summary.json").read_text())
+    kept = summary["selection"]["kept_after"]
+    assert ("kept the start, fitted again on every training row: no generation led it beyond "
+            f"chance on the {summary['selection']['rows']} rows set aside" if kept == 0
+            else f"kept the head after generation {kept} of 3") in out
+    assert main([*argv, "--run-name", "r3", "--generations", "2", "--select", "0"]) == 0
+    assert "kept the head after the last generation (2): no rows set aside" in \
+        capsys.readouterr().out
+    assert main([*argv, "--run-name", "r4", "--select", "1"]) == 1
+    assert "--select 1.0 must be at least 0 and below 1" in capsys.readouterr().err
     assert main([*argv, "--generations", "3"]) == 1
     assert "--resume" in capsys.readouterr().err
     assert main([*argv, "--generations", "3", "--resume", "--shrink", "0"]) == 1
@@ -438,18 +455,48 @@ def test_a_search_that_only_wrecks_its_start_hands_back_the_start_fitted_on_ever
     assert np.array_equal(theta_from_tensors(head, scales), refit.astype(np.float32))
 
 
-def test_the_head_kept_is_the_search_after_its_best_generation_on_the_rows_set_aside(
-        problem, tmp_path):
+def test_the_head_kept_is_the_search_after_a_generation_that_leads_clearly(problem, tmp_path):
     data, feats = problem
     summary = run_training(tmp_path / "long", config(12, start="zero", popsize=12), data,
                            feats, TINY)
-    kept = summary["selection"]["kept_after"]
-    scores = [h["aside"] for h in _history(tmp_path / "long")]
-    assert kept > 0 and scores[kept - 1] == max(scores) > summary["selection"]["start_accuracy"]
-    assert scores.index(max(scores)) == kept - 1  # a tie keeps the earlier head
-    run_training(tmp_path / "short", config(kept, start="zero", popsize=12), data, feats, TINY)
+    chosen = summary["selection"]
+    history = _history(tmp_path / "long")
+    kept = [h["generation"] + 1 for h in history if h.get("kept")]
+    assert kept and kept[-1] == chosen["kept_after"] > 0
+    assert chosen["accuracy"] == history[kept[-1] - 1]["aside"] > chosen["start_accuracy"]
+    run_training(tmp_path / "short", config(kept[-1], start="zero", popsize=12), data, feats,
+                 TINY)
     assert (tmp_path / "long" / "best.safetensors").read_bytes() == \
         (tmp_path / "short" / "best.safetensors").read_bytes()
+
+
+def test_a_resumed_run_keeps_choosing_against_the_head_it_had_kept(problem, tmp_path):
+    data, feats = problem
+    whole = run_training(tmp_path / "straight", config(12, start="zero", popsize=12), data,
+                         feats, TINY)
+    # the first part ends on the generation the whole run keeps (the eleventh), so the
+    # resumed part must read the kept head back to compare generation twelve against it
+    assert whole["selection"]["kept_after"] == 11
+    run_training(tmp_path / "split", config(11, start="zero", popsize=12), data, feats, TINY)
+    again = run_training(tmp_path / "split", config(12, start="zero", popsize=12), data, feats,
+                         TINY, resume=True)
+    assert again["selection"] == whole["selection"]
+    assert _outputs(tmp_path / "straight") == _outputs(tmp_path / "split")
+
+
+@pytest.mark.parametrize(("wins", "losses", "clear"), [
+    (1, 0, False),  # one row: what the best of many noisy generations finds by chance
+    (3, 0, False),  # 3 ≤ 2·√3
+    (5, 0, True),  # 5 > 2·√5
+    (6, 1, False),  # 5 ≤ 2·√7
+    (8, 1, True),  # 7 > 2·√9
+    (0, 0, False),  # a tie keeps the earlier head
+])
+def test_a_later_head_is_kept_only_for_a_lead_beyond_chance(wins, losses, clear):
+    both = 4  # rows both get right count for neither
+    kept = np.array([True] * both + [False] * wins + [True] * losses + [False] * 3)
+    right = np.array([True] * both + [True] * wins + [False] * losses + [False] * 3)
+    assert clear_lead(right, kept, TINY.train_select_z) is clear
 
 
 def test_the_search_never_reads_the_rows_set_aside(problem, tmp_path):
