@@ -239,3 +239,9 @@ def test_readme_reads_well_as_text_with_a_score_without_a_king(run, repo):
     readme = (pack(run, "alice", repo, OFFICIAL) / "README.md").read_text()
     assert "measured.\n\nAgainst the king (bob-2 generation 3) on the same rows" in readme
     assert "\\" not in readme  # nothing escaped that plain text would show
+    summary = json.loads((run / "summary.json").read_text())["selection"]
+    kept = ("The head is the start, fitted again on every training row" if
+            summary["kept_after"] == 0 else
+            f"The head is the search's after generation {summary['kept_after']}")
+    assert f"{kept}" in readme and f"the {summary['rows']} training rows the search never read" \
+        in readme
