@@ -12,15 +12,13 @@ rebuilds its state exactly without pickling it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
-import math
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,6 @@ import cma
 import numpy as np
 
 from evaluator import __version__
-from evaluator.coordinator import head as routing
 from evaluator.errors import TrainingError
 from evaluator.files import write_json
 from evaluator.rules import NAME_RE, TRAIN_STARTS, Competition, is_name
@@ -48,6 +45,7 @@ from evaluator.train.fitness import (
 )
 from evaluator.train.live import LiveFitness, live_weight
 from evaluator.train.roles import role_choices, with_roles
+from evaluator.train.select import Chooser, global_random_kept
 from evaluator.train.start import fitted_theta, start_targets
 
 log = logging.getLogger(__name__)
@@ -152,20 +150,10 @@ def _state_digest(es: cma.CMAEvolutionStrategy) -> str:
     return hashlib.sha256(np.asarray(es.mean, dtype=np.float64).tobytes()).hexdigest()
 
 
-@contextlib.contextmanager
-def _global_random_kept() -> Iterator[None]:
-    """What runs inside cannot disturb pycma's stream (numpy's global one)."""
-    state = np.random.get_state()
-    try:
-        yield
-    finally:
-        np.random.set_state(state)
-
-
 def _step(es: cma.CMAEvolutionStrategy, fitness: Callable[[list], np.ndarray]) -> np.ndarray:
     """One ask/evaluate/tell."""
     thetas = es.ask()
-    with _global_random_kept():
+    with global_random_kept():
         values = np.asarray(fitness(thetas), dtype=np.float64)
     es.tell(thetas, list(-values))  # pycma minimises
     return values
@@ -321,7 +309,7 @@ def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
     if roles is not None:
         fit_role_rows(run_dir, featurizer, roles, rules)
     summary = summarize(run_dir, config, data, featurizer, history, rules, roles)
-    summary["selection"] = chooser.record(config)
+    summary["selection"] = chooser.record(config.select)
     write_json(run_dir / SUMMARY_FILE, summary)
     return summary
 
@@ -334,84 +322,6 @@ def start_theta(config: TrainConfig, data: TrainingSet, featurizer: Featurizer,
     feats = featurizer.features(index, np.ones(rules.svf_scale_count))
     return fitted_theta(feats, start_targets(data, config.shrink) if config.start == "fit"
                         else data.targets(config.shrink), rules)
-
-
-def clear_lead(right: np.ndarray, kept: np.ndarray, z: float) -> bool:
-    """Whether the head right on `right` leads the kept head (right on `kept`) beyond chance: on
-    the rows exactly one of them gets right, its wins less its losses exceed z·√(those rows)
-    (a sign test, so a one-row lead that many generations' tries would find by chance is not
-    one)."""
-    wins, losses = int(np.sum(right & ~kept)), int(np.sum(kept & ~right))
-    return wins - losses > z * math.sqrt(wins + losses)
-
-
-class Chooser:
-    """Keeps the head that routes best on the rows set aside: the start (unless it is a given
-    head, which a submission must differ from), then the search's mean after a generation
-    whenever it leads the kept head there beyond chance (`clear_lead` at the rules'
-    `train_select_z`). A head is right on a row when its turn-1 model's cached answer is; its
-    score is that accuracy averaged over the benchmarks, as the composite averages them. With
-    no rows set aside every generation is kept (the last one wins).
-    """
-
-    def __init__(self, featurizer: Featurizer, data: TrainingSet, aside: np.ndarray,
-                 rules: Competition, start: np.ndarray | None):
-        self.featurizer, self.data, self.aside, self.rules = featurizer, data, aside, rules
-        self.kept: int | None = None  # generations searched before the kept head (0: the start)
-        self.right: np.ndarray | None = None  # the kept head's rows right, set aside
-        self.start_score: float | None = None
-        if start is not None and len(aside):
-            self.right = self.rows_right(start)
-            self.start_score = self.score(self.right)
-            self.kept = 0
-
-    def rows_right(self, theta: np.ndarray) -> np.ndarray:
-        head, scales = tensors_from_theta(np.asarray(theta, dtype=np.float32), self.rules)
-        with _global_random_kept():
-            feats = self.featurizer.features(self.aside, scales)
-        picks, _ = routing.choices(routing.logits(feats, head, self.rules), self.rules)
-        return self.data.correct[self.aside, picks] > 0.5
-
-    def score(self, right: np.ndarray) -> float:
-        owner = self.data.benchmark_of[self.aside]
-        return float(np.mean([right[owner == b].mean() for b in np.unique(owner)]))
-
-    def offer(self, theta: np.ndarray, searched: int, extra: dict[str, Any]) -> bool:
-        """True when the head after `searched` generations is now the one to keep; its score
-        (and whether it was kept) goes into `extra`, the generation's history entry."""
-        if not len(self.aside):
-            self.kept = searched
-            return True
-        right = self.rows_right(theta)
-        extra["aside"] = self.score(right)
-        if self.right is not None and not clear_lead(right, self.right,
-                                                     self.rules.train_select_z):
-            return False
-        extra["kept"] = True
-        self.right, self.kept = right, searched
-        return True
-
-    def replay(self, history: list[dict], kept_theta: Callable[[], np.ndarray]) -> None:
-        """The choice as the recorded history left it (a resumed run); `kept_theta` reads the
-        head the run kept after a generation (its model rows and scales are the search's)."""
-        for entry in history:
-            if not len(self.aside):
-                self.kept = entry["generation"] + 1
-            elif not isinstance(entry.get("aside"), (int, float)):
-                raise TrainingError("the run's history lacks the set-aside rows' scores; "
-                                    "start a new run")
-            elif entry.get("kept"):
-                self.kept = entry["generation"] + 1
-        if len(self.aside) and self.kept:
-            self.right = self.rows_right(kept_theta())
-
-    def record(self, config: TrainConfig) -> dict[str, Any]:
-        """The summary's account of the choice."""
-        if not len(self.aside):
-            return {"share": config.select, "rows": 0, "kept_after": self.kept}
-        return {"share": config.select, "rows": len(self.aside), "kept_after": self.kept,
-                "accuracy": None if self.right is None else self.score(self.right),
-                "start_accuracy": self.start_score}
 
 
 @dataclass(frozen=True)

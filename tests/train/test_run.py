@@ -21,13 +21,8 @@ from evaluator.train.fitness import (
 )
 from evaluator.train.live import pool_live_fitness
 from evaluator.train.roles import fit_roles, fit_rows, role_choices, turn2_transcripts
-from evaluator.train.run import (
-    RoleData,
-    TrainConfig,
-    clear_lead,
-    initial_theta,
-    run_training,
-)
+from evaluator.train.run import RoleData, TrainConfig, initial_theta, run_training
+from evaluator.train.select import clear_lead
 from evaluator.train.start import fitted_theta, start_targets
 from evaluator.types import AnsweredItem, Item, ModelAnswer
 
