@@ -42,7 +42,7 @@ def clear_lead(right: np.ndarray, kept: np.ndarray, z: float) -> bool:
 
 
 class Chooser:
-    """Keeps the head that routes best on the rows set aside: the start (unless it is a given
+    """Keeps the run's head by the rows set aside: the start (unless it is a given
     head, which a submission must differ from), then the search's mean after a generation
     whenever it leads the kept head there beyond chance (`clear_lead` at the rules'
     `train_select_z`). A head is right on a row when its turn-1 model's cached answer is; its
