@@ -229,9 +229,10 @@ class Competition:
     # share of each benchmark's collected rows a run keeps out of training, so that
     # `tinyrouter score` can measure the head on rows it never fitted
     train_holdout: float = 0.2
-    # share of each benchmark's training rows the search does not read: every generation's
-    # head (and the start's) is scored on them, and the run keeps the best, so a search that
-    # only fits its minibatches' noise gives back the start rather than erode it
+    # share of each benchmark's training rows the search does not read: the start and every
+    # generation's head are scored on them, and the start is kept until a head leads it there
+    # beyond chance (train_select_z), so a search that only fits its minibatches' noise gives
+    # back the start rather than erode it
     train_select: float = 0.2
     # a later head replaces the kept one only when, on the rows set aside, its wins less its
     # losses (rows exactly one of them gets right) exceed this many √(such rows): a sign test,
