@@ -57,15 +57,17 @@ COPIER = Miner("mallory", seed=0, pr=3)  # submits the king's head with its role
 # asks the pool about every corpus item outside the published train ids (the hidden pool is
 # among them) and fits a head to exactly those answers: the never-published audit and live
 # questions catch it
-MEMORISER = Miner("mnemo", seed=11, pr=4)
+MEMORISER = Miner("mnemo", seed=12, pr=4)
 # each miner's training run, full and --fast: the search starts from the category lookup's
 # fit (train/start.py), which already routes by topic; on the demo's data fifteen generations
 # left alice's fitness where the start put it, so a few show the search at work
 GENERATIONS, FAST_GENERATIONS = 6, 3
-# the memoriser's run, in both modes: after six generations its head still routed like the
-# king on 0.895 of the public train items and the behavioural check rejected it as a copy
-# before the crown test could meet it; after fifteen, 0.82
-MEMORISER_GENERATIONS = 15
+# the memoriser's run, in both modes. Its head routes the public train items like the king on
+# about as many as the behavioural check allows: 0.83 to 0.92 of them over seeds 11 to 14 and
+# 15, 30 or 45 generations (the demo encoder's words let both route by topic). Seed 12 after
+# 45 generations stays below the limit (0.83), so the crown test meets the memoriser, as it
+# would a memoriser that routed the never-scored train items differently on purpose
+MEMORISER_GENERATIONS = 45
 # the miners' CMA-ES population: about 60% of the default for the demo's 1,536 numbers, which
 # trains a head as good on held-out rows in 60% of the time (a miner keeps the default)
 POPSIZE = 16

@@ -1,4 +1,4 @@
-"""`tinyrouter encoder make-tiny`: a tiny random Qwen3 checkpoint for tests and the demo."""
+"""`tinyrouter encoder make-tiny`: a tiny Qwen3 checkpoint for tests and the demo."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from evaluator.files import write_json
 
 def add_encoder(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="encoder_action", metavar="ACTION", required=True)
-    p = actions.add_parser("make-tiny", help="write a tiny random Qwen3, its tokenizer and the "
-                                             "matching rule overrides for --competition")
+    p = actions.add_parser("make-tiny", help="write a tiny Qwen3 whose embeddings are learned "
+                                             "from the demo corpus's words, its tokenizer and "
+                                             "the matching rule overrides for --competition")
     p.add_argument("out_dir", metavar="OUT_DIR")
     p.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     p.add_argument("--hidden-size", type=int, metavar="N",

@@ -23,8 +23,8 @@ def test_make_tiny_writes_a_checkpoint_and_its_rules(tmp_path, capsys):
     assert main(["encoder", "make-tiny", str(out), "--seed", "3"]) == 0
     assert "--competition" in capsys.readouterr().out
     rules = Competition.load(out / "competition.json")
-    assert (rules.hidden_size, rules.svf_scale_count, rules.encoder_id) == (128, 768, str(out))
-    assert load_encoder(str(out), rules, "cpu").svf.count == 768
+    assert (rules.hidden_size, rules.svf_scale_count, rules.encoder_id) == (128, 896, str(out))
+    assert load_encoder(str(out), rules, "cpu").svf.count == 896
 
 
 def test_bench_tiny_reports_every_field(tmp_path, capsys):

@@ -23,8 +23,8 @@ def test_tiny_rules_are_read_from_the_checkpoint(tiny_rules, tiny_path):
     assert tiny_rules.encoder_id == str(tiny_path)
     assert (tiny_rules.hidden_size, tiny_rules.num_layers) == (128, 4)
     assert tiny_rules.svf_layer == 2
-    # q 128, k 64, v 64, o 128, gate 128, up 128, down 128: min(out, in) per matrix
-    assert tiny_rules.svf_scale_count == 768
+    # q 128, k 128, v 128, o 128, gate 128, up 128, down 128: min(out, in) per matrix
+    assert tiny_rules.svf_scale_count == 896
     assert tiny_rules.head_shape == (6, 128)
     assert tiny_rules.win_margin == OFFICIAL.win_margin
 
@@ -50,7 +50,7 @@ def test_make_tiny_is_deterministic_for_a_seed(tmp_path, tiny_path):
     ({"hidden_size": 1024}, "hidden size 128"),
     ({"num_layers": 28}, "4 layers"),
     # the SVF count or layer do not fit the checkpoint
-    ({"svf_scale_count": 7168}, "768 singular values"),
+    ({"svf_scale_count": 7168}, "896 singular values"),
     ({"svf_layer": 3}, "before the last layer"),
 ])
 def test_a_checkpoint_that_breaks_the_rules_is_refused(tiny_path, tiny_rules, change, message):

@@ -71,9 +71,9 @@ def test_the_cheaper_form_is_chosen_for_the_token_count(encoder, n_tokens, cache
     assert forms["q_proj"] == form
 
 
-@pytest.mark.parametrize("size", [0, 767, 769, 7168])
+@pytest.mark.parametrize("size", [0, 895, 897, 7168])
 def test_wrong_number_of_scales_is_refused(encoder, size):
-    with pytest.raises(SubmissionError, match="768 singular values"):
+    with pytest.raises(SubmissionError, match="896 singular values"):
         encoder.svf.apply(np.ones(size), n_tokens=1)
 
 
@@ -130,7 +130,7 @@ def test_k_scale_vectors_bind_every_matrix_in_the_same_form(encoder):
         encoder.svf.reset()
 
 
-@pytest.mark.parametrize("shape", [(2, 767), (2, 769), (0, 7168)])
+@pytest.mark.parametrize("shape", [(2, 895), (2, 897), (0, 7168)])
 def test_a_batch_of_wrong_sized_scales_is_refused(encoder, shape):
-    with pytest.raises(SubmissionError, match="768 singular values"):
+    with pytest.raises(SubmissionError, match="896 singular values"):
         encoder.svf.apply(np.ones(shape), n_tokens=1)
