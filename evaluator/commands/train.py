@@ -175,6 +175,11 @@ def run(args: argparse.Namespace) -> int:
     if start is not None:
         print(f"  started from {start.label} (weights {start.weights_sha256[:12]}…)")
     print(f"  {kept_line(summary['selection'], summary['optimizer']['generations'])}")
+    if summary["selection"]["rows"] and summary["selection"]["kept_after"] == 0 and start is None:
+        print(f"  the start imitates the category lookup, which any miner's run on the public "
+              f"train split comes close to: gate 3 judges a head within cosine "
+              f"{args.rules.duplicate_cosine} of an earlier attempt a copy, so preflight it "
+              f"before you spend a slot, and improve on it to compete")
     for name, t in summary["train"].items():
         held = len(heldout[name]) if heldout else 0
         print(f"  {name:<14} train argmax accuracy {t['argmax_acc']:.4f} "
