@@ -120,7 +120,9 @@ def make_tiny(out_dir: str | Path, seed: int = 0, hidden_size: int | None = None
     tokenizer = build_tokenizer(questions)
     eos_id = tokenizer.token_to_id(EOS_TOKEN)
     width = hidden_size or TINY_CONFIG["hidden_size"]
-    heads = {"hidden_size": width, "head_dim": width // TINY_CONFIG["num_key_value_heads"]}
+    # keys and values as wide as the features; RoPE wants an even head_dim (an odd width: less)
+    heads = {"hidden_size": width,
+             "head_dim": 2 * (width // (2 * TINY_CONFIG["num_key_value_heads"]))}
     config = {**TINY_CONFIG, **heads, "vocab_size": tokenizer.get_vocab_size(),
               "eos_token_id": eos_id, "pad_token_id": eos_id, "bos_token_id": None}
     model = random_model(config, seed)
@@ -146,8 +148,9 @@ def _orthogonal_attention(attention: torch.nn.Module, config: dict, rng: np.rand
     columns of the rotation."""
     width, head_dim = config["hidden_size"], config["head_dim"]
     repeat = config["num_attention_heads"] // config["num_key_value_heads"]
+    values = config["num_key_value_heads"] * head_dim  # the width, unless it is not a multiple of 4
     value, output = (np.linalg.qr(rng.normal(size=(width, width)))[0] for _ in range(2))
     columns = [output[:, (head // repeat) * head_dim:(head // repeat + 1) * head_dim] / repeat
                for head in range(config["num_attention_heads"])]
-    attention.v_proj.weight.data.copy_(torch.from_numpy(value))
+    attention.v_proj.weight.data.copy_(torch.from_numpy(value[:values]))
     attention.o_proj.weight.data.copy_(torch.from_numpy(np.concatenate(columns, axis=1)))

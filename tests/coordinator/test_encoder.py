@@ -45,6 +45,15 @@ def test_make_tiny_is_deterministic_for_a_seed(tmp_path, tiny_path):
     assert json.loads((tiny_path / "config.json").read_text())["hidden_size"] == TINY_CONFIG["hidden_size"]
 
 
+@pytest.mark.parametrize("width", [8, 127])
+def test_make_tiny_builds_every_width_the_command_allows(tmp_path, width):
+    # RoPE wants an even head size, so a width that is no multiple of 4 keeps fewer values
+    path = make_tiny(tmp_path / "wide", hidden_size=width)
+    rules = competition_for_encoder(path, OFFICIAL)
+    features = load_encoder(str(path), rules, "cpu").features(["QUERY:\nsolve x = 42"])
+    assert tuple(features.shape) == (1, width) and rules.hidden_size == width
+
+
 @pytest.mark.parametrize(("change", "message"), [
     # the rules expect another shape than the checkpoint has
     ({"hidden_size": 1024}, "hidden size 128"),
