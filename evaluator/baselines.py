@@ -20,7 +20,7 @@ import numpy as np
 
 from evaluator.errors import BaselineError
 from evaluator.rules import Competition
-from evaluator.types import AnsweredItem
+from evaluator.types import AnsweredItem, Item
 
 
 @dataclass(frozen=True)
@@ -229,12 +229,19 @@ def simplest_routers(fitted: Sequence[AnsweredItem], held: Sequence[AnsweredItem
     model, and the category lookup (each category's best model; a category the fitted rows
     lack takes the best single model). With the held rows' oracle, so a head's share of the
     headroom can be set beside the lookup's (`gap_closed`)."""
-    fit = matrix_from_answered(fitted, pool_names).means()
     kept = matrix_from_answered(held, pool_names).means()
-    best = int(np.argmax(fit.mean(axis=0)))
-    categories = np.array([row.item.category for row in fitted])
-    table = {c: int(np.argmax(fit[categories == c].mean(axis=0))) for c in set(categories)}
-    picks = np.array([table.get(row.item.category, best) for row in held])
+    best, picks = lookup_picks(fitted, [row.item for row in held], pool_names)
     return {"best_single": {"model": pool_names[best], "accuracy": float(kept[:, best].mean())},
             "lookup": float(kept[np.arange(len(kept)), picks].mean()),
             "oracle": float(kept.max(axis=1).mean())}
+
+
+def lookup_picks(fitted: Sequence[AnsweredItem], items: Sequence[Item],
+                 pool_names: Sequence[str]) -> tuple[int, np.ndarray]:
+    """(the fitted rows' best single model, each item's pick by the category lookup learnt on
+    them): a category the fitted rows lack takes the best single model."""
+    fit = matrix_from_answered(fitted, pool_names).means()
+    best = int(np.argmax(fit.mean(axis=0)))
+    categories = np.array([row.item.category for row in fitted])
+    table = {c: int(np.argmax(fit[categories == c].mean(axis=0))) for c in set(categories)}
+    return best, np.array([table.get(item.category, best) for item in items], dtype=int)

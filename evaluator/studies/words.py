@@ -87,9 +87,11 @@ def measure(rules: Any, data_dir: str, splits: int) -> dict[str, Any]:
         train, _ = split_holdout(collected, rules.train_holdout, seed, rules)
         seen = [where[row.item.id] for row in train.rows]
         unseen = np.setdiff1d(np.arange(len(items)), seen)
-        lookups.append(_expected(skills, items, unseen, _lookup_picks(train, items, unseen)))
+        lookups.append(_expected(skills, items, unseen,
+                                 _lookup_picks(train, items, unseen, rules.pool_names)))
         singles.append(_expected(skills, items, unseen,
-                                 _lookup_picks(train, items, unseen, by_category=False)))
+                                 _lookup_picks(train, items, unseen, rules.pool_names,
+                                               by_category=False)))
         targets = best_models(start_targets(train, rules.train_shrink))
         for name, feats in features.items():
             rows = whitened_fit(feats[seen], targets)  # the start's model rows (scales at 1)
@@ -115,20 +117,19 @@ def _word_bag(texts: list[str]) -> np.ndarray:
     return bag / np.linalg.norm(bag, axis=1, keepdims=True)
 
 
-def _lookup_picks(train: Any, items: list[Any], unseen: np.ndarray,
+def _lookup_picks(train: Any, items: list[Any], unseen: np.ndarray, pool_names: Any,
                   by_category: bool = True) -> np.ndarray:
-    """Each unseen item's pick by the category lookup built on the training rows (or, not
+    """Each unseen item's pick by the category lookup learnt on the training rows (or, not
     `by_category`, by each benchmark's best single model there)."""
-    categories = np.array([row.item.category for row in train.rows])
-    table = {}
-    for b, name in enumerate(train.benchmarks):
-        rows = train.benchmark_of == b
-        table[name] = train.correct[rows].mean(axis=0).argmax()
-        for category in set(categories[rows]) if by_category else ():
-            table[name, category] = train.correct[rows & (categories == category)].mean(axis=0)\
-                .argmax()
-    return np.array([table.get((items[k].benchmark, items[k].category),
-                               table[items[k].benchmark]) for k in unseen])
+    from evaluator.baselines import lookup_picks
+
+    picks = np.zeros(len(unseen), dtype=int)
+    for name in train.benchmarks:
+        mine = np.array([items[k].benchmark == name for k in unseen])
+        fitted = [row for row in train.rows if row.item.benchmark == name]
+        best, chosen = lookup_picks(fitted, [items[k] for k in unseen[mine]], pool_names)
+        picks[mine] = chosen if by_category else best
+    return picks
 
 
 def _expected(skills: np.ndarray, items: list[Any], unseen: np.ndarray,
