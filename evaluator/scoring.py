@@ -143,7 +143,9 @@ class Measured:
 
     `eval_best`/`audit_best`: on the same items, whether the benchmark's best single model's
     cached answer is right (empty: the gap is taken on plain accuracies). `rest_correct`: the
-    pool's unscored half, which only the crown test reads (empty in a miner's preview)."""
+    pool's unscored half, which only the crown test reads (empty in a miner's preview).
+    `live_calls`: per live question, what its session called (`verdict.session_calls`; empty
+    where unknown), so the crown test can tell two heads' alike sessions."""
 
     eval_correct: np.ndarray
     audit_correct: np.ndarray
@@ -152,15 +154,17 @@ class Measured:
     eval_best: np.ndarray = field(default_factory=lambda: _EMPTY)
     audit_best: np.ndarray = field(default_factory=lambda: _EMPTY)
     rest_correct: np.ndarray = field(default_factory=lambda: _EMPTY)
+    live_calls: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, eval_correct: Sequence[bool], audit_correct: Sequence[bool],
            live_correct: Sequence[bool], live_turns: Sequence[float],
            eval_best: Sequence[bool] = (), audit_best: Sequence[bool] = (),
-           rest_correct: Sequence[bool] = ()) -> Measured:
+           rest_correct: Sequence[bool] = (), live_calls: Sequence[str] = ()) -> Measured:
         return cls(*(np.asarray(v, dtype=float) for v in (eval_correct, audit_correct,
                                                           live_correct, live_turns,
-                                                          eval_best, audit_best, rest_correct)))
+                                                          eval_best, audit_best, rest_correct)),
+                   live_calls=tuple(live_calls))
 
     def _lead(self, part: str) -> np.ndarray:
         """Per item: the head's correctness minus the best single model's (when given)."""

@@ -306,10 +306,13 @@ def measure(hidden: Hidden, head: Choices, halves: Halves, bench: str,
     live = grades[bench][np.arange(head.live[bench].size), head.live[bench]]
     best = hidden.pool[bench][:, int(np.argmax(hidden.pool[bench].mean(axis=0)))]
     eval_idx, audit_idx, rest_idx = halves[bench]
+    # a session's calls: its model, once per turn (what `verdict.session_calls` compares)
+    calls = tuple(f"{i}:{c}x{t}" for i, (c, t) in enumerate(zip(head.live[bench],
+                                                                head.turns[bench], strict=True)))
     return Measured(pool[eval_idx].astype(float), pool[audit_idx].astype(float),
                     live.astype(float), head.turns[bench].astype(float),
                     best[eval_idx].astype(float), best[audit_idx].astype(float),
-                    pool[rest_idx].astype(float))
+                    pool[rest_idx].astype(float), calls)
 
 
 def _decisions(choices: np.ndarray) -> list[Decision]:

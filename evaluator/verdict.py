@@ -24,6 +24,7 @@ whole difference to reach `win_margin`.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -58,14 +59,25 @@ def live_turns(outcome: LiveOutcome, rules: Competition) -> int:
     return rules.max_turns if outcome.status == FAILED else outcome.n_turns
 
 
+def session_calls(outcome: LiveOutcome) -> str:
+    """What one live session called, turn by turn (its item, and each decision's model and
+    role): two heads' sessions with the same calls made the same decisions on the same
+    question. A failed session, or one whose decisions were not kept, reads as empty: never
+    alike."""
+    if outcome.status == FAILED or not outcome.decisions:
+        return ""
+    return json.dumps([outcome.item_id, *([d.model, d.role] for d in outcome.decisions)])
+
+
 def measured(eval_correct: Sequence[bool], audit_correct: Sequence[bool],
              live: Sequence[LiveOutcome], rules: Competition, eval_best: Sequence[bool] = (),
              audit_best: Sequence[bool] = (), rest_correct: Sequence[bool] = ()) -> Measured:
     """One head's numbers on one benchmark: its cached grades (and the best single model's on
-    the same items), and its live outcomes, each live question's grade and counted turns
-    (`live_turns`)."""
+    the same items), and its live outcomes, each live question's grade, counted turns
+    (`live_turns`) and calls (`session_calls`)."""
     return Measured.of(eval_correct, audit_correct, [o.correct for o in live],
-                       [live_turns(o, rules) for o in live], eval_best, audit_best, rest_correct)
+                       [live_turns(o, rules) for o in live], eval_best, audit_best, rest_correct,
+                       [session_calls(o) for o in live])
 
 
 def components(m: Measured, nov: float, rules: Competition) -> BenchmarkScore:
@@ -148,6 +160,30 @@ class _Part:
     limited: bool = False
 
 
+def alike(mine: Measured, theirs: Measured) -> np.ndarray:
+    """Per live question, whether the two heads' sessions made the same calls."""
+    n = mine.live_correct.size
+    if not len(mine.live_calls) == len(theirs.live_calls) == n:
+        return np.zeros(n, dtype=bool)
+    return np.array([bool(a) and a == b for a, b in zip(mine.live_calls, theirs.live_calls,
+                                                        strict=True)], dtype=bool)
+
+
+def _live_pair(mine: Measured, theirs: Measured
+               ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """Each head's live grades and turns as the crown test reads them: on a question where
+    both sessions made the same calls, both heads take the mean of the two outcomes. The
+    decisions were the same, so any difference there is the provider's or the grader's
+    chance (a response the shared cache could not replay, a solution's timing), not
+    routing; the level both share is kept."""
+    same = alike(mine, theirs)
+    pairs = []
+    for m in (mine, theirs):
+        pairs.append((np.where(same, (mine.live_correct + theirs.live_correct) / 2, m.live_correct),
+                      np.where(same, (mine.live_turns + theirs.live_turns) / 2, m.live_turns)))
+    return pairs[0], pairs[1]
+
+
 def _benchmark_evidence(mine: Measured, theirs: Measured, rules: Competition) -> _Part:
     """One benchmark's score difference without the overfit factor, in its cached and live
     parts."""
@@ -156,8 +192,7 @@ def _benchmark_evidence(mine: Measured, theirs: Measured, rules: Competition) ->
         return _Part(diff, var, limited=limited)
     span = rules.max_turns - 1
     parts, units = [], []
-    for m in (mine, theirs):
-        live, turns = m.live_correct, m.live_turns
+    for live, turns in _live_pair(mine, theirs):
         spare = (rules.max_turns - turns.mean()) / span
         value = (rules.weight_live + rules.weight_efficiency * spare) * live.mean()
         # each item's first-order effect on value (the delta method)
@@ -351,7 +386,8 @@ def through_stage(heads: Mapping[str, Measured], stage: int, rules: Competition
                   ) -> dict[str, Measured]:
     """The heads' measurements up to the end of live stage `stage`."""
     n = sum(rules.live_stages[:stage])
-    return {b: dataclasses.replace(m, live_correct=m.live_correct[:n], live_turns=m.live_turns[:n])
+    return {b: dataclasses.replace(m, live_correct=m.live_correct[:n], live_turns=m.live_turns[:n],
+                                   live_calls=m.live_calls[:n])
             for b, m in heads.items()}
 
 

@@ -21,6 +21,7 @@ from evaluator.verdict import (
     judge,
     measured,
     published_crowns,
+    session_calls,
     through_stage,
     walk_through,
     worked_match,
@@ -102,6 +103,55 @@ def test_the_evidence_by_hand():
     assert ev.z == pytest.approx(ev.weighted / ev.se)
     same = evidence({"a": king}, {"a": king}, rules)
     assert (same.difference, same.weighted, same.z) == (0.0, 0.0, 0.0)
+
+
+def _played(item, correct, turns, *models, status=ANSWERED):
+    return LiveOutcome(item, correct, turns, 0.0, tuple(Decision(m, "Worker") for m in models),
+                       status=status)
+
+
+def test_a_session_is_named_by_its_question_and_its_calls():
+    assert session_calls(_played("q1", True, 2, "a", "b")) == session_calls(
+        _played("q1", False, 2, "a", "b"))  # the grade is not a call
+    different = [_played("q2", True, 2, "a", "b"), _played("q1", True, 2, "b", "a"),
+                 _played("q1", True, 1, "a")]
+    assert session_calls(_played("q1", True, 2, "a", "b")) not in map(session_calls, different)
+    # a failed session, or one whose decisions were not kept, is never alike another
+    assert session_calls(_played("q1", False, 3, "a", "b", status=FAILED)) == ""
+    assert session_calls(LiveOutcome("q1", True, 1, 0.0)) == ""
+
+
+def test_alike_sessions_are_a_tie_whatever_their_grades():
+    """Where both heads made the same calls on a live question, a different grade is the
+    provider's or the grader's chance, not routing: the crown test counts a tie there, at the
+    two outcomes' mean. Sessions that differ, or whose calls are unknown, count as graded."""
+    rules = dataclasses.replace(OFFICIAL, benchmarks=("a",), overfit_reject_gap=1.0)
+    cached = [1, 0, 1, 0]
+    mine = [_played("q1", True, 1, "x"), _played("q2", True, 2, "x", "y"),
+            _played("q3", True, 1, "y")]
+    theirs = [_played("q1", False, 1, "x"), _played("q2", False, 3, "x", "y", "y"),
+              _played("q3", False, 1, "x")]
+    ev = evidence({"a": measured(cached, cached, mine, rules)},
+                  {"a": measured(cached, cached, theirs, rules)}, rules)
+    # q1 is alike (both 1 turn, half right); q2 and q3 differ: won by the challenger
+    live = (np.array([0.5, 1, 1]), np.array([1, 2, 1])), (np.array([0.5, 0, 0]),
+                                                          np.array([1, 3, 1]))
+    worth = [(rules.weight_live + rules.weight_efficiency * (rules.max_turns - t.mean())
+              / (rules.max_turns - 1)) * g.mean() for g, t in live]
+    assert ev.difference == pytest.approx(worth[0] - worth[1])
+    unknown = [dataclasses.replace(o, decisions=()) for o in theirs]
+    graded = evidence({"a": measured(cached, cached, mine, rules)},
+                      {"a": measured(cached, cached, unknown, rules)}, rules)
+    assert graded.difference > ev.difference
+    # the same calls everywhere: no difference at all, whatever the grades
+    again = [dataclasses.replace(o, correct=not o.correct) for o in mine]
+    tie = evidence({"a": measured(cached, cached, mine, rules)},
+                   {"a": measured(cached, cached, again, rules)}, rules)
+    assert (tie.difference, tie.z) == (0.0, 0.0)
+    # the stages cut the calls with the grades
+    cut = through_stage({"a": measured(cached, cached, mine, rules)}, 1,
+                        dataclasses.replace(rules, live_first_stage=2))
+    assert len(cut["a"].live_calls) == cut["a"].live_correct.size == 2
 
 
 def test_the_pools_unscored_half_counts_as_evidence_like_the_eval_half():
