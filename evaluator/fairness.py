@@ -81,9 +81,9 @@ DISAGREEMENTS = (0.1, 0.3, 0.6)  # besides the least the behavioural check lets 
 ADVANTAGES = (0.01, 0.02, 0.03, 0.05)
 POWER_DISAGREEMENT = 0.3  # besides the least the behavioural check lets through
 SUBMISSIONS = (100, 300, 1000)
-# the campaign's trade: another final crown bar (the normal's upper 1 % point), with what it
+# the campaign's trade: another final crown bar (the normal's upper 0.5 % point), with what it
 # would do to the campaign and to a +0.03 challenger's chance
-OTHER_FINAL_Z = 2.326
+OTHER_FINAL_Z = 2.576
 PRICED_ADVANTAGE = 0.03
 Z95 = 1.959964
 CLIMB_MUTATION = 0.05  # the share of items whose choice one variation of the weights changes
@@ -229,15 +229,18 @@ def campaign(per_evaluation: float, trials: int) -> list[dict[str, float]]:
 
 
 def other_bar(matrix: Matrix, rules: Competition, budget: Budget, near: float,
-              streams: Iterator[np.random.Generator]) -> dict[str, Any]:
+              seeds: Paired) -> dict[str, Any]:
     """The campaign's trade under another final crown bar (`OTHER_FINAL_Z`): the near-equal
     challenger's per-evaluation false crowns and the campaign they add up to, and how often a
-    challenger better by `PRICED_ADVANTAGE` at `POWER_DISAGREEMENT` is crowned."""
+    challenger better by `PRICED_ADVANTAGE` at `POWER_DISAGREEMENT` is crowned. The trials are
+    the very ones the rules' rows ran (`seeds`), so the two bars differ by their decisions
+    alone, not by Monte Carlo noise."""
     other = dataclasses.replace(rules, crown_z_final=OTHER_FINAL_Z)
-    per = crown_rate(matrix, other, budget.campaign, next(streams), near)
+    per = crown_rate(matrix, other, budget.campaign, seeds.generator("near"), near)
     slope = improvement_slope(matrix, POWER_DISAGREEMENT, other)
     share = PRICED_ADVANTAGE / slope if slope > 0 else math.inf
-    better = (crown_rate(matrix, other, budget.crown, next(streams), POWER_DISAGREEMENT, share)
+    better = (crown_rate(matrix, other, budget.crown, seeds.generator("priced"),
+                         POWER_DISAGREEMENT, share)
               if share <= 1 else None)
     return {"crown_z_final": other.crown_z_final, "per_evaluation": per["crowned"],
             "per_evaluation_se": per["crowned_se"], "trials": per["trials"],
@@ -314,6 +317,19 @@ def climb(matrix: Matrix, rules: Competition, climbers: int, rng: np.random.Gene
 
 
 @dataclass(frozen=True)
+class Paired:
+    """The seeds of the rows `other_bar` runs again under another bar: the near-equal false
+    crowns ("near") and the priced advantage ("priced"). Each call gives a fresh generator in
+    the same state, so both bars see the same trials."""
+
+    near: np.random.SeedSequence
+    priced: np.random.SeedSequence
+
+    def generator(self, row: str) -> np.random.Generator:
+        return np.random.default_rng(getattr(self, row))
+
+
+@dataclass(frozen=True)
 class Budget:
     """How many trials each figure runs."""
 
@@ -330,10 +346,11 @@ class Budget:
 
 
 def power_rows(matrix: Matrix, rules: Competition, trials: int,
-               streams: Iterator[np.random.Generator]) -> list[dict[str, Any]]:
+               streams: Iterator[np.random.Generator], seeds: Paired) -> list[dict[str, Any]]:
     """P(crowned) by true advantage and other disagreement; a row the matrix has no room for
     ("headroom") or whose heads the behavioural check would call copies ("duplicate") is left
-    out, its rates None."""
+    out, its rates None. The priced row (`PRICED_ADVANTAGE` at `POWER_DISAGREEMENT`) runs on
+    `seeds`, for `other_bar`."""
     rows = []
     for disagreement in (round(1 - rules.duplicate_agreement, 4), POWER_DISAGREEMENT):
         slope = improvement_slope(matrix, disagreement, rules)
@@ -347,7 +364,9 @@ def power_rows(matrix: Matrix, rules: Competition, trials: int,
             if "left_out" in row:
                 row.update(dict.fromkeys(("crowned", "crowned_se", "shared", "shared_se")))
             else:
-                row.update(crown_rate(matrix, rules, trials, next(streams), disagreement, share))
+                priced = (disagreement, advantage) == (POWER_DISAGREEMENT, PRICED_ADVANTAGE)
+                rng = seeds.generator("priced") if priced else next(streams)
+                row.update(crown_rate(matrix, rules, trials, rng, disagreement, share))
             rows.append(row)
     return rows
 
@@ -358,7 +377,9 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
     matrix.check(rules)
     played_benchmarks = len(rules.benchmarks)  # an evaluation plays them all, whatever the matrix
     rules = rules_for(matrix, rules)
-    streams = iter(np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(64))
+    *spawned, near_seed, priced_seed = np.random.SeedSequence(seed).spawn(64)
+    streams = iter(np.random.default_rng(s) for s in spawned)
+    paired = Paired(near_seed, priced_seed)
     old_split = dataclasses.replace(rules, audit_size=OLD_AUDIT_SIZE)
     reference = reference_matrix(rules)
 
@@ -378,7 +399,7 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
     near = round(1 - rules.duplicate_agreement, 4)
     false_crown = [{"disagreement": d,
                     **crown_rate(matrix, rules, budget.campaign if d == near else budget.crown,
-                                 next(streams), d)}
+                                 paired.generator("near") if d == near else next(streams), d)}
                    for d in (near, *(d for d in DISAGREEMENTS if d > near))]
     per = false_crown[0]
     campaigns = {"disagreement": near, "per_evaluation": per["crowned"],
@@ -387,9 +408,9 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
                  "independent_rows": campaign(per["crowned"], per["trials"]),
                  "shared_rows": campaign(per["shared"], per["trials"])}
     progress("better challengers")
-    power = power_rows(matrix, rules, budget.crown, streams)
+    power = power_rows(matrix, rules, budget.crown, streams, paired)
     progress("another final bar")
-    campaigns["other_bar"] = other_bar(matrix, rules, budget, near, streams)
+    campaigns["other_bar"] = other_bar(matrix, rules, budget, near, paired)
     progress("hill-climbers")
     fresh = climb(matrix, rules, budget.climbers, next(streams), True, rules.disclosure_precision)
     fixed = climb(matrix, rules, budget.climbers, next(streams), False, None)

@@ -151,7 +151,12 @@ class Competition:
     # hidden benchmark (SPEC §6)
     benchmarks: tuple[str, ...] = BENCHMARKS
     eval_size: int = 150
-    audit_size: int = 150
+    # never-published items per benchmark: the overfit gate's second set, and the crown test's
+    # check on a lead over the public pool. At 150 the check cut an honest head's evidence so
+    # often that a router better by 0.03 was crowned under half the time (`tinyrouter
+    # fairness`); twice as many cost the maintainer 150 more private items and 1,350 more
+    # sealing calls a season, and no live call
+    audit_size: int = 300
     # the live split: played in stages, the first `live_first_stage` questions of each
     # benchmark, then (when the crown test is undecided) the rest
     live_size: int = 60
@@ -199,12 +204,12 @@ class Competition:
     # live stage z > crown_z_first crowns and z ≤ lose_z_first loses, anything between plays
     # the rest of the live split; after it z > crown_z_final crowns. Chosen with `tinyrouter
     # fairness`, which measures them: well under 1 % false crowns per evaluation, most
-    # near-equal matches decided at stage 1, and bars as strict as still crown a router better
-    # by 0.05 nearly always, so a campaign of near-equal submissions adds up to as little as
-    # that allows; the Fairness page gives both, and the trade a looser final bar would make
+    # near-equal matches decided at stage 1, a router better by 0.03 crowned more often than
+    # not, and a campaign of 300 near-equal submissions crowning one with a chance under a
+    # quarter; the Fairness page gives both, and the trade a looser final bar would make
     crown_z_first: float = 3.090  # the normal's upper 0.1 % point
     lose_z_first: float = 1.0
-    crown_z_final: float = 2.576  # the normal's upper 0.5 % point
+    crown_z_final: float = 2.878  # the normal's upper 0.2 % point
     # what z counts of the live part: a benchmark's few, noisy live questions carry less
     # evidence per unit of composite than its cached items (the whole pool and the audit), so
     # weighing them down makes a better router's z larger; the margin still reads the whole

@@ -202,9 +202,29 @@ def test_a_zero_rate_still_has_an_upper_bound_that_shrinks_with_trials():
     assert 0 < fairness.upper_bound(0.0, 6000) < fairness.upper_bound(0.0, 600) < 0.01
 
 
+def test_another_final_bar_is_priced_on_the_rules_own_trials(demo):
+    """The looser bar sees the very trials the rules' rows ran, so it crowns every challenger
+    they crown and more: the trade it shows is the bars', not Monte Carlo noise."""
+    rules = dataclasses.replace(OFFICIAL, crown_z_first=2.0, lose_z_first=0.0,
+                                crown_z_final=fairness.OTHER_FINAL_Z + 1.0, win_margin=0.0)
+    budget = fairness.Budget(honest=1, crown=60, campaign=60, climbers=1)
+    seeds = fairness.Paired(*np.random.SeedSequence(3).spawn(2))
+    near = round(1 - rules.duplicate_agreement, 4)
+    strict = fairness.crown_rate(demo, rules, budget.campaign, seeds.generator("near"), near)
+    streams = iter(np.random.default_rng(s) for s in range(99))
+    priced = next(r for r in fairness.power_rows(demo, rules, budget.crown, streams, seeds)
+                  if (r["disagreement"], r["advantage"]) == (fairness.POWER_DISAGREEMENT,
+                                                             fairness.PRICED_ADVANTAGE))
+    looser = fairness.other_bar(demo, rules, budget, near, seeds)
+    assert looser["per_evaluation"] >= strict["crowned"]
+    assert looser["crowned"] > priced["crowned"]
+
+
 def test_a_better_head_too_close_to_the_king_is_left_out_as_a_copy(demo):
     rules = dataclasses.replace(OFFICIAL, duplicate_agreement=0.5)  # half the items must differ
-    rows = fairness.power_rows(demo, rules, 2, iter(np.random.default_rng(s) for s in range(99)))
+    seeds = fairness.Paired(*np.random.SeedSequence(0).spawn(2))
+    rows = fairness.power_rows(demo, rules, 2, iter(np.random.default_rng(s) for s in range(99)),
+                               seeds)
     near = [r for r in rows if r["disagreement"] == 0.5]
     assert near and all(r["crowned"] is not None for r in near)
     # the 30% row's heads differ on less than half the items: the gate rejects them
