@@ -362,10 +362,15 @@ def worked_match(cached: tuple[int, int], first: tuple[int, int], rest: tuple[in
                  ) -> tuple[dict[str, Measured], dict[str, Measured]]:
     """(challenger, king) on every benchmark for the Scoring page's walk-through and the
     verdict's test table: the king right on 60 % of each set; the challenger right on
-    `cached` = (won, lost) more and fewer questions than the king in each cached set (the
-    eval half, the pool's rest and the audit), and likewise on the first live stage (`first`)
-    and the rest of the live split (`rest`); both take `turns` turns on every live question."""
-    sets = {part: _graded(round(0.6 * n), *cached, n) for part, n in (
+    `cached` = (won, lost) more and fewer questions than the king in every `eval_size` cached
+    questions (the eval half, the pool's rest, and the audit in proportion to its size: the
+    same lead on each set, so the audit confirms the pool's), and likewise on the first live
+    stage (`first`) and the rest of the live split (`rest`); both take `turns` turns on every
+    live question."""
+    def scaled(count: int, n: int) -> int:
+        return round(count * n / rules.eval_size)
+
+    sets = {part: _graded(round(0.6 * n), *(scaled(c, n) for c in cached), n) for part, n in (
         ("eval", rules.eval_size), ("audit", rules.audit_size),
         ("rest", rules.pool_size - rules.eval_size))}
     first_n = rules.live_stages[0]
