@@ -12,8 +12,9 @@ stops a head; its penalty still shapes the published composite), with cached acc
 every hidden cached item both heads answered, paired: the eval half, the pool's unscored half
 and the audit (the cached difference counts at most the challenger's lead on the audit plus
 `audit_slack_z` of its standard errors, so a lead on the public pool items counts only as far
-as the never-published audit confirms it, up to noise). The test reads that difference with
-its live part weighed by `crown_live_weight` (the weighted difference), whose standard error
+as the never-published audit confirms it, up to noise); a live question on which both
+heads' sessions made the same calls counts as a tie (`session_calls`). The test reads that
+difference with its live part weighed by `crown_live_weight` (the weighted difference), whose standard error
 comes from the delta method on paired per-item differences, and z = weighted difference /
 error is read in stages: after the first live stage a head is crowned when z >
 `crown_z_first`, loses when z ≤ `lose_z_first`, and otherwise plays the rest of the live
@@ -160,7 +161,7 @@ class _Part:
     limited: bool = False
 
 
-def alike(mine: Measured, theirs: Measured) -> np.ndarray:
+def _alike(mine: Measured, theirs: Measured) -> np.ndarray:
     """Per live question, whether the two heads' sessions made the same calls."""
     n = mine.live_correct.size
     if not len(mine.live_calls) == len(theirs.live_calls) == n:
@@ -176,12 +177,14 @@ def _live_pair(mine: Measured, theirs: Measured
     decisions were the same, so any difference there is the provider's or the grader's
     chance (a response the shared cache could not replay, a solution's timing), not
     routing; the level both share is kept."""
-    same = alike(mine, theirs)
-    pairs = []
-    for m in (mine, theirs):
-        pairs.append((np.where(same, (mine.live_correct + theirs.live_correct) / 2, m.live_correct),
-                      np.where(same, (mine.live_turns + theirs.live_turns) / 2, m.live_turns)))
-    return pairs[0], pairs[1]
+    same = _alike(mine, theirs)
+    grade = (mine.live_correct + theirs.live_correct) / 2
+    turns = (mine.live_turns + theirs.live_turns) / 2
+
+    def read(m: Measured) -> tuple[np.ndarray, np.ndarray]:
+        return np.where(same, grade, m.live_correct), np.where(same, turns, m.live_turns)
+
+    return read(mine), read(theirs)
 
 
 def _benchmark_evidence(mine: Measured, theirs: Measured, rules: Competition) -> _Part:
