@@ -236,10 +236,10 @@ def other_bar(matrix: Matrix, rules: Competition, budget: Budget, near: float,
     the very ones the rules' rows ran (`seeds`), so the two bars differ by their decisions
     alone, not by Monte Carlo noise."""
     other = dataclasses.replace(rules, crown_z_final=OTHER_FINAL_Z)
-    per = crown_rate(matrix, other, budget.campaign, seeds.generator("near"), near)
+    per = crown_rate(matrix, other, budget.campaign, np.random.default_rng(seeds.near), near)
     slope = improvement_slope(matrix, POWER_DISAGREEMENT, other)
     share = PRICED_ADVANTAGE / slope if slope > 0 else math.inf
-    better = (crown_rate(matrix, other, budget.crown, seeds.generator("priced"),
+    better = (crown_rate(matrix, other, budget.crown, np.random.default_rng(seeds.priced),
                          POWER_DISAGREEMENT, share)
               if share <= 1 else None)
     return {"crown_z_final": other.crown_z_final, "per_evaluation": per["crowned"],
@@ -319,14 +319,11 @@ def climb(matrix: Matrix, rules: Competition, climbers: int, rng: np.random.Gene
 @dataclass(frozen=True)
 class Paired:
     """The seeds of the rows `other_bar` runs again under another bar: the near-equal false
-    crowns ("near") and the priced advantage ("priced"). Each call gives a fresh generator in
-    the same state, so both bars see the same trials."""
+    crowns and the priced advantage. A generator made from a seed starts in the same state
+    each time, so both bars see the same trials."""
 
     near: np.random.SeedSequence
     priced: np.random.SeedSequence
-
-    def generator(self, row: str) -> np.random.Generator:
-        return np.random.default_rng(getattr(self, row))
 
 
 @dataclass(frozen=True)
@@ -365,7 +362,7 @@ def power_rows(matrix: Matrix, rules: Competition, trials: int,
                 row.update(dict.fromkeys(("crowned", "crowned_se", "shared", "shared_se")))
             else:
                 priced = (disagreement, advantage) == (POWER_DISAGREEMENT, PRICED_ADVANTAGE)
-                rng = seeds.generator("priced") if priced else next(streams)
+                rng = np.random.default_rng(seeds.priced) if priced else next(streams)
                 row.update(crown_rate(matrix, rules, trials, rng, disagreement, share))
             rows.append(row)
     return rows
@@ -399,7 +396,7 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
     near = round(1 - rules.duplicate_agreement, 4)
     false_crown = [{"disagreement": d,
                     **crown_rate(matrix, rules, budget.campaign if d == near else budget.crown,
-                                 paired.generator("near") if d == near else next(streams), d)}
+                                 np.random.default_rng(paired.near) if d == near else next(streams), d)}
                    for d in (near, *(d for d in DISAGREEMENTS if d > near))]
     per = false_crown[0]
     campaigns = {"disagreement": near, "per_evaluation": per["crowned"],

@@ -210,7 +210,7 @@ def test_another_final_bar_is_priced_on_the_rules_own_trials(demo):
     budget = fairness.Budget(honest=1, crown=60, campaign=60, climbers=1)
     seeds = fairness.Paired(*np.random.SeedSequence(3).spawn(2))
     near = round(1 - rules.duplicate_agreement, 4)
-    strict = fairness.crown_rate(demo, rules, budget.campaign, seeds.generator("near"), near)
+    strict = fairness.crown_rate(demo, rules, budget.campaign, np.random.default_rng(seeds.near), near)
     streams = iter(np.random.default_rng(s) for s in range(99))
     priced = next(r for r in fairness.power_rows(demo, rules, budget.crown, streams, seeds)
                   if (r["disagreement"], r["advantage"]) == (fairness.POWER_DISAGREEMENT,

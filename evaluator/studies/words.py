@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from evaluator.baselines import lookup_picks
 from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
 
@@ -121,8 +122,6 @@ def _lookup_picks(train: Any, items: list[Any], unseen: np.ndarray, pool_names: 
                   by_category: bool = True) -> np.ndarray:
     """Each unseen item's pick by the category lookup learnt on the training rows (or, not
     `by_category`, by each benchmark's best single model there)."""
-    from evaluator.baselines import lookup_picks
-
     picks = np.zeros(len(unseen), dtype=int)
     for name in train.benchmarks:
         mine = np.array([items[k].benchmark == name for k in unseen])
