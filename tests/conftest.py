@@ -1,8 +1,11 @@
-"""Fixtures shared across the suite: valid submissions to build hostile variants from."""
+"""Fixtures shared across the suite: valid submissions to build hostile variants from, and
+the tiny encoder, built once per run whatever the number of workers."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +17,67 @@ from evaluator.submission import write_submission
 # Tests must never reach a real API, even by accident.
 os.environ.pop("OPENROUTER_API_KEY", None)
 os.environ.pop("GITHUB_TOKEN", None)
+# Each worker of a parallel run computes on one thread: two workers on two cores must not
+# each start a thread per core (read by torch and numpy's BLAS when they first load)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_name, "1")
+
+
+# The lanes, by where a test lives: the end-to-end checks and the studies' tests are slow by
+# nature, and the end-to-end ones may take minutes (the demo, a pip install of the floors)
+E2E = ("tests/commands/test_demo_command.py", "tests/test_wheel.py",
+       "tests/test_dependency_floors.py", "tests/site/test_browser.py")
+STUDIES = ("tests/studies/",)
+E2E_TIMEOUT_S = 900
+# installs into fresh environments: one unit of work, so they never run side by side
+INSTALLS = ("tests/test_wheel.py", "tests/test_dependency_floors.py")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        where = Path(item.path).relative_to(config.rootpath).as_posix()
+        if where.startswith(E2E):
+            item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_S))
+        if where.startswith(STUDIES):
+            item.add_marker(pytest.mark.studies)
+        if item.get_closest_marker("e2e") or item.get_closest_marker("studies"):
+            item.add_marker(pytest.mark.slow)
+
+
+def _builds_once_per_module(path: Path) -> bool:
+    text = path.read_text(encoding="utf-8")
+    return 'scope="module"' in text or 'scope="class"' in text
+
+
+# test files whose tests share a fixture built once per module: their tests run in one worker
+TOGETHER = frozenset(p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py")
+                     if _builds_once_per_module(p))
+
+
+def work_unit(nodeid: str) -> str:
+    """What a parallel run hands a worker at once: the installs together, a module that builds
+    a fixture once with all its tests, any other test alone."""
+    where = nodeid.split("::", 1)[0]
+    if where in INSTALLS:
+        return "installs"
+    return where if where in TOGETHER else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Units of work by `work_unit`, the largest first (pytest-xdist's own grouping by mark
+    depends on rewriting test ids, which pytest 9.2 no longer allows)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return ByUnit(config, log)
 
 
 def _trained_weights(seed: int, rules: Competition = OFFICIAL) -> tuple[np.ndarray, np.ndarray]:
@@ -83,3 +147,35 @@ def _no_secret_outlives_a_test():
 
     yield
     vault.forget()
+
+
+def shared_folder(factory: pytest.TempPathFactory, name: str, build) -> Path:
+    """`build(path)` run once per test run: every parallel worker gets the same folder."""
+    root = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's base folder, above each worker's own
+    folder = root / name
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not folder.is_dir():
+            partial = root / f"{name}.partial"
+            shutil.rmtree(partial, ignore_errors=True)
+            build(partial)
+            partial.rename(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_path(tmp_path_factory) -> Path:
+    """The tiny Qwen3 checkpoint (seed 0), read-only for every test that encodes."""
+    from evaluator.coordinator.tiny import make_tiny
+
+    return shared_folder(tmp_path_factory, "tiny-encoder", lambda path: make_tiny(path, seed=0))
+
+
+@pytest.fixture(scope="session")
+def tiny_rules(tiny_path):
+    """The official rules with the tiny encoder's shape."""
+    from evaluator.coordinator.encoder import competition_for_encoder
+
+    return competition_for_encoder(tiny_path, OFFICIAL)

@@ -44,15 +44,13 @@ def rows(n: int = 40) -> list[AnsweredItem]:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory, make_submission_module):
-    from evaluator.coordinator import competition_for_encoder, make_tiny
+def world(tmp_path_factory, make_submission_module, tiny_path, tiny_rules):
     from evaluator.coordinator.encoder import encoder_overrides
     from evaluator.pool.ledger import Ledger
     from evaluator.rules import OFFICIAL
 
     tmp = tmp_path_factory.mktemp("score")
-    encoder = make_tiny(tmp / "encoder")
-    rules = competition_for_encoder(encoder, OFFICIAL)
+    encoder, rules = tiny_path, tiny_rules
     (tmp / "rules.json").write_text(json.dumps(encoder_overrides(encoder)))
     data = tmp / "data"
     data.mkdir()

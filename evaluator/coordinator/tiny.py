@@ -26,6 +26,7 @@ scales reweigh the words' directions.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -101,10 +102,22 @@ def word_embeddings(tokenizer: Tokenizer, questions: list[str], width: int,
     idf = np.log((1 + len(questions)) / (1 + (counts > 0).sum(axis=0))) + 1
     weighted = counts * idf
     weighted /= np.linalg.norm(weighted, axis=1, keepdims=True)
-    directions = np.linalg.svd(weighted, full_matrices=False)[2][:width]
+    directions = _right_singular_vectors(weighted)[:width]
     loadings = np.zeros((vocabulary, width))
     loadings[:, :len(directions)] = directions.T
     return (1 - RANDOM_SHARE) * _unit_rms(loadings) + RANDOM_SHARE * rng.normal(size=loadings.shape)
+
+
+_DIRECTIONS: dict[str, np.ndarray] = {}
+
+
+def _right_singular_vectors(matrix: np.ndarray) -> np.ndarray:
+    """The matrix's right singular vectors, decomposed once per process: every seed and width
+    of one corpus reads the same ones, and the decomposition is most of a build's time."""
+    key = hashlib.sha256(matrix.tobytes()).hexdigest()
+    if key not in _DIRECTIONS:
+        _DIRECTIONS[key] = np.linalg.svd(matrix, full_matrices=False)[2]
+    return _DIRECTIONS[key]
 
 
 def _unit_rms(rows: np.ndarray) -> np.ndarray:

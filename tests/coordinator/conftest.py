@@ -1,4 +1,5 @@
-"""A tiny Qwen3 checkpoint built once per session, and transcripts shaped like the loop's."""
+"""The tiny encoder loaded (its checkpoint: tests/conftest.py), and transcripts shaped like the
+loop's."""
 
 from __future__ import annotations
 
@@ -6,22 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from evaluator.coordinator.encoder import competition_for_encoder, load_encoder
-from evaluator.coordinator.tiny import make_tiny
-from evaluator.rules import OFFICIAL, ROLES
+from evaluator.coordinator.encoder import load_encoder
+from evaluator.rules import ROLES
 
 WORDS = ("solve", "the", "equation", "x", "=", "42", "\\boxed{7}", "Answer: B", "def f(n):",
          "return", "prime", "VERDICT: ACCEPT", "plan", "check", "é", "∑", "\n", "```python")
-
-
-@pytest.fixture(scope="session")
-def tiny_path(tmp_path_factory):
-    return make_tiny(tmp_path_factory.mktemp("tiny"), seed=0)
-
-
-@pytest.fixture(scope="session")
-def tiny_rules(tiny_path):
-    return competition_for_encoder(tiny_path, OFFICIAL)
 
 
 @pytest.fixture(scope="session")

@@ -71,13 +71,12 @@ def corpus_and_sets(rules):
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    from evaluator.coordinator import competition_for_encoder, make_tiny
+def world(tmp_path_factory, tiny_path, tiny_rules):
     from evaluator.pool.simulator import Simulator, serve_simulator
 
     tmp = tmp_path_factory.mktemp("e2e")
-    encoder = make_tiny(tmp / "encoder")
-    rules = dataclasses.replace(competition_for_encoder(encoder, OFFICIAL), **SIZES, **LENIENT)
+    encoder = tiny_path
+    rules = dataclasses.replace(tiny_rules, **SIZES, **LENIENT)
     overrides = {k: getattr(rules, k) for k in ("encoder_id", "hidden_size", "num_layers",
                                                 "svf_layer", "svf_scale_count", *SIZES,
                                                 *LENIENT)}

@@ -14,14 +14,13 @@ from evaluator.types import AnsweredItem, ModelAnswer
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory):
+def workspace(tmp_path_factory, tiny_path):
     """The tiny encoder's rules and 40 corpus questions a benchmark, each graded right for
     exactly its category's best persona: the lookup is then the best router there is."""
     from evaluator.coordinator.encoder import encoder_overrides
-    from evaluator.coordinator.tiny import make_tiny
 
     tmp = tmp_path_factory.mktemp("words")
-    (tmp / "rules.json").write_text(json.dumps(encoder_overrides(make_tiny(tmp / "encoder"))))
+    (tmp / "rules.json").write_text(json.dumps(encoder_overrides(tiny_path)))
     personas = load_personas(OFFICIAL)
     (tmp / "data").mkdir()
     for bench in OFFICIAL.benchmarks:

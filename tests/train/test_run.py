@@ -360,13 +360,10 @@ def test_train_command_runs_and_resumes(tmp_path, monkeypatch, capsys):
     assert "between 0 and 1" in capsys.readouterr().err
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
+@pytest.fixture
+def tiny(tiny_path, tiny_rules):
     """A tiny Qwen3 checkpoint and the rules that fit it."""
-    from evaluator.coordinator import competition_for_encoder, make_tiny
-
-    encoder = make_tiny(tmp_path_factory.mktemp("tiny") / "encoder")
-    return encoder, competition_for_encoder(encoder, OFFICIAL)
+    return tiny_path, tiny_rules
 
 
 @pytest.mark.slow
