@@ -7,12 +7,17 @@ of a broken install use a stand-in `math_verify` module put first on the worker'
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import threading
 import time
+import tomllib
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
+import yaml
+from packaging.requirements import Requirement
 
 from evaluator.benchmarks import get_benchmark, grade_batch, verifier
 from evaluator.benchmarks.verifier import Verifier
@@ -117,3 +122,21 @@ def test_a_worker_that_does_not_start_stops_grading(stand_in, monkeypatch):
     with pytest.raises(GraderError, match=r"did not start within 0\.5 s"):
         grade_batch([{"benchmark": "math500", "response": r"\boxed{1}", "reference": "1"}])
     assert time.monotonic() - started < 0.5 + SLACK
+
+
+VERIFIER_PACKAGES = ("math-verify", "latex2sympy2-extended")
+
+
+def test_the_verifier_is_pinned_and_upgraded_only_in_its_own_gated_pull_request():
+    root = Path(__file__).resolve().parents[2]
+    grade = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    pins = {r.name: r for r in map(Requirement, grade["grade"]) if r.name in VERIFIER_PACKAGES}
+    assert set(pins) == set(VERIFIER_PACKAGES)
+    for name, requirement in pins.items():
+        (spec,) = requirement.specifier
+        assert spec.operator == "==", f"{requirement}: the verifier is pinned to one version"
+        # the corpus passing here says something about the pinned version only
+        assert importlib.metadata.version(name) == spec.version
+    dependabot = yaml.safe_load((root / ".github" / "dependabot.yml").read_text())
+    [pip] = [u for u in dependabot["updates"] if u["package-ecosystem"] == "pip"]
+    assert next(iter(pip["groups"].values()))["patterns"] == list(VERIFIER_PACKAGES)
