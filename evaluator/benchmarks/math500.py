@@ -42,6 +42,9 @@ class Math500(Benchmark):
     name = "math500"
     dataset = datasets.MATH500
 
+    def __init__(self, bound: verifier.Verifier | None = None):
+        self.bound = bound  # where comparisons run; None: this process's shared verifier
+
     def items_from_rows(self, rows: Iterable[dict[str, Any]]) -> list[Item]:
         try:
             return [Item(benchmark=self.name, id=str(row["unique_id"]), prompt=row["problem"],
@@ -61,7 +64,8 @@ class Math500(Benchmark):
         extracted = extract_answer(response)
         if extracted is None:
             return Grade(False, None, None)
-        same, error = equivalent(extracted, normalise(str(reference)))
+        same, error = equivalent(extracted, normalise(str(reference)),
+                                 self.bound or verifier.shared())
         if error:
             log.debug("%r vs %r: %s", extracted, reference, error)
         return Grade(same, extracted, error)
@@ -144,12 +148,13 @@ def last_value(text: str) -> str | None:
 # Equivalence ----------------------------------------------------------------------------
 
 
-def equivalent(answer: str, reference: str) -> tuple[bool, str | None]:
+def equivalent(answer: str, reference: str, bound: verifier.Verifier
+               ) -> tuple[bool, str | None]:
     """Whether two normalised answers are mathematically the same, as math-verify judges
-    within its limit, and why not when it could not judge (see `verifier`)."""
+    within the verifier's limit, and why not when it could not judge (see `verifier`)."""
     if max(len(answer), len(reference)) > MAX_PARSED_CHARS:
         return _same_text(answer, reference), None
-    compared = verifier.shared().compare(_as_latex(answer), _as_latex(reference))
+    compared = bound.compare(_as_latex(answer), _as_latex(reference))
     if compared.same is None:  # a side is not math: compared as text
         return _same_text(answer, reference), None
     return compared.same, compared.error

@@ -20,6 +20,7 @@ import yaml
 from packaging.requirements import Requirement
 
 from evaluator.benchmarks import get_benchmark, grade_batch, verifier
+from evaluator.benchmarks.math500 import Math500
 from evaluator.benchmarks.verifier import Verifier
 from evaluator.errors import GraderError
 
@@ -29,11 +30,10 @@ SLACK = 2.0  # a busy machine's delay in noticing the limit and killing the work
 
 
 @pytest.fixture
-def bounded(monkeypatch):
-    """The graders' verifier, with a limit of LIMIT seconds and its worker already started."""
+def bounded():
+    """A verifier with a limit of LIMIT seconds, its worker already started."""
     bounded = Verifier(seconds=LIMIT)
     assert bounded.compare("1", "1").same is True
-    monkeypatch.setattr(verifier, "shared", lambda: bounded)
     yield bounded
     bounded.close()
 
@@ -61,7 +61,7 @@ def test_a_runaway_comparison_in_a_worker_thread_is_wrong_with_its_reason(bounde
 
     def grade():
         started = time.monotonic()
-        grades.append((get_benchmark("math500").grade(TOWER, "5"), time.monotonic() - started))
+        grades.append((Math500(bounded).grade(TOWER, "5"), time.monotonic() - started))
 
     thread = threading.Thread(target=grade)
     thread.start()
@@ -72,7 +72,7 @@ def test_a_runaway_comparison_in_a_worker_thread_is_wrong_with_its_reason(bounde
     assert grade.error == f"math-verify took longer than {LIMIT:g} s"
     assert seconds < LIMIT + SLACK
     # the next comparison has a fresh worker
-    assert get_benchmark("math500").grade(r"\boxed{2^{10}}", "1024").correct is True
+    assert Math500(bounded).grade(r"\boxed{2^{10}}", "1024").correct is True
 
 
 def test_threads_share_one_worker_and_each_gets_its_own_answer():
