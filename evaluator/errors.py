@@ -29,6 +29,10 @@ class BenchmarkError(TinyRouterError):
     """A benchmark file is missing, tampered with, or breaks the rules."""
 
 
+class GraderError(BenchmarkError):
+    """A grader cannot run here (its math-verify worker does not start): nothing is graded."""
+
+
 class CorpusError(BenchmarkError):
     """A demo corpus file or the persona skills are malformed."""
 

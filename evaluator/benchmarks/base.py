@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from evaluator.benchmarks.datasets import DatasetPin, stream_rows
-from evaluator.errors import BenchmarkError, IsolationError
+from evaluator.errors import BenchmarkError, GraderError, IsolationError
 from evaluator.types import Item
 
 
@@ -80,7 +80,7 @@ class Benchmark(ABC):
             return self.grade(response, reference)
         except ImportError:
             raise  # a grader's library is not installed: no pair can be graded
-        except IsolationError:  # not this pair's fault: no code is graded at all
+        except (IsolationError, GraderError):  # not this pair's fault: nothing is graded at all
             raise
         except Exception as exc:  # one bad pair must not sink the others
             return Grade(False, None, f"grader failed: {type(exc).__name__}: {str(exc)[:200]}")

@@ -4,31 +4,32 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from collections.abc import Iterable
 from typing import Any
 
-from evaluator.benchmarks import datasets
+from evaluator.benchmarks import datasets, verifier
 from evaluator.benchmarks.base import Benchmark, Grade
+from evaluator.benchmarks.normalise import normalise
 from evaluator.errors import BenchmarkError
 from evaluator.types import Item
 
 log = logging.getLogger(__name__)
 
 MAX_PARSED_CHARS = 1000  # longer "answers" are prose: compared as text, not parsed
-MATH_VERIFY_TIMEOUT_S = 5  # math-verify's own default, per parse and per comparison
 INSTRUCTION = "Reason step by step, then put your final answer within \\boxed{}."
 
 BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-ANSWER_IS = re.compile(r"(?:answer|result)\s*(?:is|:|=)\s*:?\s*(?P<value>[^\n]+)", re.I)
+ANSWER_IS = re.compile(r"(?:answer|result)\s*(?:is|:|=)\s*:?\s*", re.I)  # the value follows
 INLINE_MATH = re.compile(r"\$(?P<value>[^$]+)\$|\\\((?P<paren>.+?)\\\)")
 EQUALS = re.compile(r"=\s*(?P<value>[^\s,;]+)")
-NUMBER = re.compile(r"-?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?"
+NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?"
                     r"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?:/\d+)?"
                     r"|-?\.\d+")
+FULL_STOP = re.compile(r"(?<=[\d}])\.$")  # \boxed{42.}: the sentence ended inside the box
 SCIENTIFIC = re.compile(r"^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)$")
 MIXED_NUMBER = re.compile(r"^(?P<sign>-?)(?P<whole>\d+)\s+(?P<num>\d+)/(?P<den>\d+)$")
-DOLLAR = re.compile(r"^\\?\$\s*|\\\$")
+CURRENCY = re.compile(r"^\\?\$\s*|\\\$|[€£¥]|\\(?:euro|pounds|yen)(?![a-zA-Z])")
+SPACED_GROUPS = re.compile(r"^-?\d{1,3}(?: \d{3})+(?:\.\d+)?$")  # 1 000 000: one number
 FONT = re.compile(r"\\(?:mathbf|mathrm|mathit|mathsf|mathtt|mathnormal|boldsymbol|bm|textbf|textit"
                   r"|textrm|textsf|texttt|textnormal|text|emph)\s*\{")
 SIZING = re.compile(r"\\(?:big|Big|bigg|Bigg)[lrm]?(?![a-zA-Z])")
@@ -40,6 +41,9 @@ BARE_PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])|π")
 class Math500(Benchmark):
     name = "math500"
     dataset = datasets.MATH500
+
+    def __init__(self, bound: verifier.Verifier | None = None):
+        self.bound = bound  # where comparisons run; None: this process's shared verifier
 
     def items_from_rows(self, rows: Iterable[dict[str, Any]]) -> list[Item]:
         try:
@@ -60,13 +64,11 @@ class Math500(Benchmark):
         extracted = extract_answer(response)
         if extracted is None:
             return Grade(False, None, None)
-        try:
-            return Grade(equivalent(extracted, str(reference)), extracted, None)
-        except ImportError:
-            raise  # math-verify is not installed: every grade would be wrong, so say so
-        except Exception as exc:  # math-verify may fail on odd input: wrong, not a crash
-            log.debug("math-verify failed on %r vs %r: %s", extracted, reference, exc)
-            return Grade(False, extracted, f"math-verify failed: {exc}")
+        same, error = equivalent(extracted, normalise(str(reference)),
+                                 self.bound or verifier.shared())
+        if error:
+            log.debug("%r vs %r: %s", extracted, reference, error)
+        return Grade(same, extracted, error)
 
 
 # Extraction -----------------------------------------------------------------------------
@@ -74,12 +76,13 @@ class Math500(Benchmark):
 
 def extract_answer(text: str) -> str | None:
     """The last non-empty `\\boxed{}`, else a final "answer is ...", else the last value."""
+    text = normalise(text)
     boxed = last_boxed(text)
     if boxed is not None:
         return boxed
-    stated = [m.group("value") for m in ANSWER_IS.finditer(text)]
+    stated = [m.end() for m in ANSWER_IS.finditer(text)]
     if stated:
-        value = _clean_stated(stated[-1])
+        value = _clean_stated(text[stated[-1]:].partition("\n")[0])
         if value:
             return value
     return last_value(text)
@@ -125,7 +128,7 @@ def _clean_stated(value: str) -> str:
     if inline:
         return (inline.group("value") or inline.group("paren")).strip()
     value = re.split(r"\.(?:\s|$)", value)[0]
-    return value.strip().rstrip(".").strip()
+    return value.strip().rstrip(".").strip().strip("*_`").strip()  # **42** is bold, not math
 
 
 def last_value(text: str) -> str | None:
@@ -145,58 +148,58 @@ def last_value(text: str) -> str | None:
 # Equivalence ----------------------------------------------------------------------------
 
 
-def equivalent(answer: str, reference: str) -> bool:
-    """Whether two answers are mathematically the same, as math-verify judges."""
-    from math_verify import verify  # sympy and its parsers take a second: load on first grade
-
+def equivalent(answer: str, reference: str, bound: verifier.Verifier
+               ) -> tuple[bool, str | None]:
+    """Whether two normalised answers are mathematically the same, as math-verify judges
+    within the verifier's limit, and why not when it could not judge (see `verifier`)."""
     if max(len(answer), len(reference)) > MAX_PARSED_CHARS:
-        return _same_text(answer, reference)
-    timeout = _timeout()
-    gold, target = to_math(reference, timeout), to_math(answer, timeout)
-    if not gold or not target:
-        return _same_text(answer, reference)
-    return verify(gold, target, timeout_seconds=timeout)
-
-
-def to_math(text: str, timeout: int | None) -> list[Any]:
-    """math-verify's parse of one answer written as LaTeX or as a plain number."""
-    from math_verify import LatexExtractionConfig, parse  # as in `equivalent`
-
-    text = _as_latex(text)
-    return parse(f"${text}$", extraction_config=[LatexExtractionConfig()],
-                 parsing_timeout=timeout)
+        return _same_text(answer, reference), None
+    compared = bound.compare(_as_latex(answer), _as_latex(reference))
+    if compared.same is None:  # a side is not math: compared as text
+        return _same_text(answer, reference), None
+    return compared.same, compared.error
 
 
 def _as_latex(text: str) -> str:
-    """Forms math-verify's LaTeX parser reads differently from a human: `1e3`, `1 1/2`, `$`."""
-    text = unwrap_fonts(DOLLAR.sub("", text.strip()).replace("{,}", ",")).strip()
-    text = SIZING.sub("", DEGREE.sub("^\\\\circ", text))
+    """Forms math-verify's LaTeX parser reads differently from a human: `1e3`, `1 1/2`, `$`,
+    `1 000`, `\\tbinom`, a full stop after the value."""
+    text = unwrap_fonts(CURRENCY.sub("", text.strip()), words=False).strip()
+    text = SIZING.sub("", DEGREE.sub("^\\\\circ", text)).replace("\\tbinom", "\\binom")
     text = BARE_PI.sub(r"\\pi ", BARE_EXPONENT.sub(r"^{\1}", text))
+    text = FULL_STOP.sub("", text)
     if SCIENTIFIC.match(text):
         return repr(float(text))
+    if SPACED_GROUPS.match(text):
+        return text.replace(" ", "")
     mixed = MIXED_NUMBER.match(text)
     if mixed:
         return f"{mixed['sign']}({mixed['whole']}+\\frac{{{mixed['num']}}}{{{mixed['den']}}})"
     return text
 
 
-def unwrap_fonts(text: str) -> str:
-    """`\\mathbf{5}`, `\\text{5}` and friends as their content: a font is not a value."""
-    while match := FONT.search(text):
+def unwrap_fonts(text: str, words: bool = True) -> str:
+    """`\\mathbf{5}`, `\\text{5}` and friends as their content: a font is not a value.
+    With `words=False` a font around letters alone stays: math-verify reads `\\text{ cm}` as a
+    unit and `\\text{ and }` as a list, but `5 cm^2` as a product."""
+    start = 0
+    while match := FONT.search(text, start):
         content = _braced(text, match.end())
         if content is None:
             break
+        if not words and _is_words(content):
+            start = match.end()
+            continue
         text = text[:match.start()] + content + text[match.end() + len(content) + 1:]
+        start = match.start()
     return text
+
+
+def _is_words(text: str) -> bool:
+    """Letters and no digit: a unit (`cm`, `m/s`) or a conjunction (`and`), not a value."""
+    return re.search(r"[A-Za-z]", text) is not None and re.search(r"\d", text) is None
 
 
 def _same_text(answer: str, reference: str) -> bool:
     def squash(s: str) -> str:
         return re.sub(r"\s+", "", s)
     return squash(answer) == squash(reference)
-
-
-def _timeout() -> int | None:
-    """math-verify's alarm-based timeout works only on the main thread."""
-    on_main = threading.current_thread() is threading.main_thread()
-    return MATH_VERIFY_TIMEOUT_S if on_main else None

@@ -10,6 +10,7 @@ from typing import Any
 from evaluator.benchmarks import datasets
 from evaluator.benchmarks.base import Benchmark, Grade
 from evaluator.benchmarks.math500 import boxed_contents, unwrap_fonts
+from evaluator.benchmarks.normalise import normalise
 from evaluator.errors import BenchmarkError
 from evaluator.types import Item
 
@@ -21,7 +22,7 @@ _LETTER = r"(?-i:(?P<upper>[A-D])(?![A-Za-z0-9])|(?P<lower>[a-d])(?=\s*(?:[.,;:!
 _MARKUP = r"[\s*_`(\[{$]*(?:\\[a-zA-Z]+\s*\{[\s(]*)*"
 # "the answer is (B)", "Answer: **D**", "correct option is C", "answer is I think option B"
 COMMITTED = re.compile(
-    r"(?:answer|option|choice)\s*(?:is|:|：)\s*:?"
+    r"(?:answer|option|choice)\s*(?:is|:)\s*:?"
     r"(?:\s*(?:I\s+think|I\s+believe|probably|clearly|definitely)(?![A-Za-z]))?"
     rf"(?:\s*(?:option|choice|letter)(?![A-Za-z]))?{_MARKUP}{_LETTER}",
     re.I)
@@ -60,7 +61,7 @@ class MMLU(Benchmark):
 
     def grade(self, response: str, reference: Any) -> Grade:
         letter = extract_letter(response)
-        expected = str(reference).strip().upper()
+        expected = normalise(str(reference)).strip().upper()
         if expected not in LETTERS or len(expected) != 1:
             return Grade(False, letter, f"reference {reference!r} is not a letter A-D")
         return Grade(letter == expected, letter, None)
@@ -82,6 +83,7 @@ def _letter_of(answer: Any, n_choices: int) -> str:
 
 def extract_letter(text: str) -> str | None:
     """The last committed letter; a bare letter on the last line only when none is committed."""
+    text = normalise(text)
     found: list[tuple[int, str]] = []
     for match in COMMITTED.finditer(text):
         found.append((match.start(), (match["upper"] or match["lower"]).upper()))
@@ -97,7 +99,7 @@ def extract_letter(text: str) -> str | None:
 
 
 def _as_letter(content: str) -> str | None:
-    content = _short_unwrapped(content).strip().strip("()").strip()
+    content = _short_unwrapped(content).strip(" ().:")
     return content.upper() if len(content) == 1 and content.upper() in LETTERS else None
 
 

@@ -16,6 +16,8 @@ STUDIES = {
     "training": ("training", "train on the demo corpus and score its held-out split"),
     "agreement": ("agreement", "how alike independent heads route, next to copies: the "
                                "behavioural duplicate threshold"),
+    "grading": ("grading", "the graders' agreement with an independent grader's cases, and "
+                           "grading time in process, in the bounded worker and per process"),
     "words": ("words", "how close the start comes to the category lookup on the encoder's "
                        "features and on an exact bag of the words"),
 }

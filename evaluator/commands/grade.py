@@ -10,13 +10,17 @@ from typing import Any
 
 from evaluator import isolation
 from evaluator.benchmarks import BENCHMARK_REGISTRY, Grade, grade_batch
+from evaluator.commands.output import write_json_out
 from evaluator.errors import BenchmarkError, UsageError
 
 
 def add_grade(parser: argparse.ArgumentParser) -> None:
     parser.description = ("Grade one response read from --response-file or stdin against "
                           "--reference, or grade a JSONL batch of cases (--batch). Prints one "
-                          'JSON line {"correct", "extracted", "error"} per case.')
+                          'JSON line {"correct", "extracted", "error"} per case; "error" says '
+                          "why a case could not be graded (a bad case, a program the sandbox "
+                          "refused, a math comparison past its time limit), and such a case is "
+                          "wrong.")
     parser.add_argument("benchmark", nargs="?", choices=list(BENCHMARK_REGISTRY),
                         help="the benchmark whose grader to use (single mode)")
     parser.add_argument("--reference", metavar="REF",
@@ -28,6 +32,9 @@ def add_grade(parser: argparse.ArgumentParser) -> None:
                         help='JSONL of {"benchmark", "response", "reference"} ("-" for stdin)')
     parser.add_argument("--workers", type=int, default=None,
                         help="code programs graded at once (default and cap: the number of cores)")
+    parser.add_argument("--json", dest="json_out", metavar="OUT",
+                        help="also write the grades as one JSON document (- for standard output, "
+                             "the lines then go to stderr): an object, or a list with --batch")
     isolation.add_flag(parser)
     parser.set_defaults(func=run)
 
@@ -39,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if args.batch:
         if args.benchmark or args.reference or args.response_file:
             raise UsageError("--batch takes no BENCHMARK, --reference or --response-file")
-        return run_batch(args.batch, args.workers)
+        return run_batch(args.batch, args.workers, args.json_out)
     if not args.benchmark or args.reference is None:
         raise UsageError("give BENCHMARK and --reference REF (or --batch CASES.jsonl)")
     response = _read_text(args.response_file)
@@ -48,10 +55,11 @@ def run(args: argparse.Namespace) -> int:
     print(_line(grade))
     if grade.detail:
         print(grade.detail, file=sys.stderr)
+    write_json_out(args.json_out, grade.to_dict())
     return 0
 
 
-def run_batch(source: str, workers: int | None) -> int:
+def run_batch(source: str, workers: int | None, json_out: str | None = None) -> int:
     text = sys.stdin.read() if source == "-" else _read_text(Path(source))
     cases: list[Any] = []
     for number, line in enumerate(text.splitlines(), 1):
@@ -59,11 +67,12 @@ def run_batch(source: str, workers: int | None) -> int:
             cases.append(json.loads(line) if line.strip() else f"line {number} is empty")
         except ValueError as exc:
             cases.append(f"line {number} is not JSON: {exc}")
-    grades = grade_batch([c if not isinstance(c, str) else {} for c in cases], workers)
-    for case, grade in zip(cases, grades, strict=True):
-        if isinstance(case, str):
-            grade = Grade(False, None, case)
+    graded = grade_batch([c if not isinstance(c, str) else {} for c in cases], workers)
+    grades = [Grade(False, None, case) if isinstance(case, str) else grade
+              for case, grade in zip(cases, graded, strict=True)]
+    for grade in grades:
         print(_line(grade))
+    write_json_out(json_out, [grade.to_dict() for grade in grades])
     return 0
 
 

@@ -1,6 +1,9 @@
 """The OpenRouter client: OpenAI-compatible chat completions with retries, bounded concurrency,
 usage and cost per call, and one ledger line per paid call.
 
+A call's cost is what the response says it billed: OpenRouter reports `usage.cost` (in credits,
+one per US dollar) on every response, unasked; a 200 without it is malformed and retried.
+
 The network enters through `base_url` (env `OPENROUTER_BASE_URL`) and `transport`, so tests
 and the demo talk to the loopback simulator. The key and message bodies are never logged.
 
@@ -20,8 +23,8 @@ as exactly one of:
 - `OutOfCreditError`: any other 402, or a 403 naming a spending limit: fatal at once;
 - `PoolError`: another 4xx (the key, slug or request is wrong for every call): fatal at once.
 
-A call's ledger lines: one for the 200 it returned, and one for each failed attempt whose
-body reported usage (it was billed); a refusal by status was not billed.
+A call's ledger lines: one for the 200 it returned, and one for each failed generation that
+reported its cost (it was billed); a refusal by status was not billed.
 """
 
 from __future__ import annotations
@@ -201,8 +204,7 @@ class OpenRouterClient:
                             f"{', '.join(self.rules.pool_names)}") from exc
         return {"model": slug, "messages": messages, "temperature": self.rules.temperature,
                 "max_tokens": self.rules.max_completion_tokens,
-                "reasoning": {"effort": self.rules.reasoning_effort},
-                "usage": {"include": True}}
+                "reasoning": {"effort": self.rules.reasoning_effort}}
 
     async def chat(self, model_name: str, messages: list[dict]) -> Completion:
         """One call, retried on transient failures: an answer, a refusal or a truncated answer
@@ -280,15 +282,16 @@ class OpenRouterClient:
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise _Retryable("HTTP 200 with no choices")
         choice = choices[0]
+        usage = data.get("usage")
+        if not isinstance(usage, dict) or "cost" not in usage:  # OpenRouter bills every answer
+            raise _Retryable("HTTP 200 without usage.cost, which OpenRouter reports on every "
+                             "response")
         try:
             text = choice["message"].get("content") or ""
-            usage = data.get("usage") or {}
             prompt_tokens = finite.count(usage.get("prompt_tokens", 0), "usage.prompt_tokens")
             completion_tokens = finite.count(usage.get("completion_tokens", 0),
                                              "usage.completion_tokens")
-            cost = usage.get("cost")
-            cost = (self.rules.pool_model(model_name).cost_usd(prompt_tokens, completion_tokens)
-                    if cost is None else finite.amount(cost, "usage.cost"))
+            cost = finite.amount(usage["cost"], "usage.cost")
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise _Retryable(f"HTTP 200 with a malformed completion ({exc})") from exc
         request_id = str(data.get("id") or response.headers.get("x-request-id") or "")
@@ -303,7 +306,7 @@ class OpenRouterClient:
         if finish == FINISH_ERROR or choice.get("error"):
             raise _Retryable(f"HTTP 200 whose generation failed"
                              f"{_provider_message(choice.get('error'))}",
-                             billed=completion if usage else None)
+                             billed=completion)
         return completion
 
 

@@ -16,6 +16,7 @@ from jinja2 import Environment, pass_context
 from markupsafe import Markup, escape
 
 from evaluator.baselines import gap_closed
+from evaluator.benchmarks.agreement import grading_facts
 from evaluator.explain import explain, explain_gate, gate_label
 from evaluator.files import format_time, utc_now
 from evaluator.records import KING, OUTCOMES, Result
@@ -72,6 +73,7 @@ FRAGMENTS = {"king_panel": "king.md.j2", "cost_panel": "cost.md.j2",
 FRAGMENT_PAGES = {"rewards_panel": "rewards.md"}
 REWARD_TEXT = ("programme", "currency", "note")  # free-text fields of `extra.rewards`
 _SAFE_URL = re.compile(r"^https://[A-Za-z0-9._~/-]+$")
+_REPO_PATH = re.compile(r"[A-Za-z0-9_-]+(?:/[A-Za-z0-9_.-]+)*")
 _SITE_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/-]*)?$")
 NO_SCORES = BenchmarkScore(*(None,) * len(BenchmarkScore.FIELDS))  # a benchmark without a record
 
@@ -148,6 +150,15 @@ def _commit_link(ctx: Any, sha: Any) -> Markup:
     return Markup(f"[`{sha[:7]}`]({repo}/commit/{sha})" if repo else f"`{sha[:7]}`")
 
 
+@pass_context
+def _repo_file(ctx: Any, path: Any) -> Markup:
+    """A file of the repository, linked on its main branch when the site knows the repository."""
+    if not isinstance(path, str) or not _REPO_PATH.fullmatch(path):
+        return md_text(path)
+    repo = ctx["repo_url"]
+    return Markup(f"[`{path}`]({repo}/blob/main/{path})" if repo else f"`{path}`")
+
+
 def _commitment(value: Any) -> Markup:
     if is_sha256(value):
         return Markup(f"`{value}`")
@@ -203,6 +214,7 @@ def make_environment(rules: Competition, repo_url: str | None) -> Environment:
     url = (repo_url or "").rstrip("/")
     env.globals.update(rules=rules, link=_link, miner_link=_miner_link, pr_link=_pr_link,
                        profile_link=_profile_link, commit_link=_commit_link,
+                       repo_file=_repo_file,
                        repo_url=url if _SAFE_URL.fullmatch(url) else "",
                        headroom=headroom, headroom_captured=headroom_captured, ordered=ordered,
                        mix=mix, gains=gains, model_cost=model_cost, miner_uri=miner_uri,
@@ -394,7 +406,8 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
               "queue": build_queue(state, rules, now), "built_at": format_time(now),
               "rewards": _rewards(rewards), "demo": demo,
               "site_url": base_url, "feed_uri": FEED_URI, "badge_uri": BADGE_URI,
-              "listed_miners": listed_miners(state, env.globals["closest_of"])}
+              "listed_miners": listed_miners(state, env.globals["closest_of"]),
+              "grading": grading_facts()}
     for uri, template in PAGES:
         content.pages[uri] = env.get_template(f"site/{template}").render(common, page_uri=uri)
     _evaluation_pages(env, common, content)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from evaluator import cli
-from evaluator.benchmarks import BENCHMARK_REGISTRY, get_benchmark
+from evaluator.benchmarks import BENCHMARK_REGISTRY, get_benchmark, verifier
 from evaluator.errors import BenchmarkError
 from evaluator.rules import BENCHMARKS
 
@@ -58,10 +58,26 @@ def test_a_batch_answers_one_line_per_line_in_order(grade, tmp_path):
     ]
     batch = tmp_path / "cases.jsonl"
     batch.write_text("".join(json.dumps(c) + "\n" for c in cases))
-    code, lines, _ = grade("--batch", str(batch))
+    code, lines, _ = grade("--batch", str(batch), "--json", str(tmp_path / "grades.json"))
     assert code == 0
     assert [line["correct"] for line in lines] == [True, True, False, False]
     assert lines[0] == {"correct": True, "extracted": "B", "error": None}
+    assert json.loads((tmp_path / "grades.json").read_text()) == lines
+
+
+def test_a_math_comparison_past_its_limit_is_wrong_with_the_reason(capsys, monkeypatch):
+    bounded = verifier.Verifier(seconds=1.0)
+    monkeypatch.setattr(verifier, "shared", lambda: bounded)
+    monkeypatch.setattr("sys.stdin", io.StringIO(r"so \boxed{2^{2^{2^{2^{2^{2^{2}}}}}}}"))
+    try:
+        code = cli.main(["grade", "math500", "--reference", "5", "--json", "-"])
+    finally:
+        bounded.close()
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert json.loads(out) == {"correct": False, "extracted": "2^{2^{2^{2^{2^{2^{2}}}}}}",
+                               "error": "math-verify took longer than 1 s"}
+    assert json.loads(err.splitlines()[0]) == json.loads(out)  # the line went to stderr
 
 
 @pytest.mark.parametrize(("line", "error"), [

@@ -47,7 +47,7 @@ def test_the_request_follows_the_rules():
         seen["body"] = json.loads(request.content)
         return httpx.Response(200, json={"id": "r1", "choices": [
             {"message": {"content": "hi"}}], "usage": {"prompt_tokens": 1000,
-                                                       "completion_tokens": 2000}})
+                                                       "completion_tokens": 2000, "cost": 0.0123}})
 
     client = OpenRouterClient(api_key="sk-x", transport=httpx.MockTransport(handler), rules=OFFICIAL)
     completion = chat(client, GEMINI)
@@ -58,8 +58,9 @@ def test_the_request_follows_the_rules():
     assert body["temperature"] == OFFICIAL.temperature
     assert body["max_tokens"] == OFFICIAL.max_completion_tokens
     assert body["reasoning"] == {"effort": OFFICIAL.reasoning_effort}
-    # no cost in the response: the rules' price table
-    assert completion.cost_usd == pytest.approx(OFFICIAL.pool_model(GEMINI).cost_usd(1000, 2000))
+    assert "usage" not in body  # `usage: {include: true}` is deprecated: cost comes unasked
+    # what the response says it billed, not the rules' price table
+    assert completion.cost_usd == 0.0123 != OFFICIAL.pool_model(GEMINI).cost_usd(1000, 2000)
 
 
 def test_base_url_and_key_come_from_the_environment(monkeypatch, base_url):
@@ -231,6 +232,10 @@ SHAPES = [
     (reply(200, choice={"message": {"content": "\\boxed{8}"}, "finish_reason": "tool_calls"}),
      "answered"),
     (reply(200, choice={"message": {"content": "\\boxed{8}"}}), "answered"),
+    # every answer reports its cost: one without it is malformed, and retried
+    (httpx.Response(200, json={"id": "r", "choices": [ANSWER],
+                               "usage": {"prompt_tokens": 5, "completion_tokens": 7}}), "retried"),
+    (httpx.Response(200, json={"id": "r", "choices": [ANSWER]}), "retried"),
 ]
 
 
@@ -333,7 +338,8 @@ def test_concurrency_is_bounded():
         await asyncio.sleep(0.01)
         in_flight -= 1
         return httpx.Response(200, json={"id": "r", "choices": [{"message": {"content": "ok"}}],
-                                         "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+                                         "usage": {"prompt_tokens": 1, "completion_tokens": 1,
+                                                   "cost": 1e-6}})
 
     async def go():
         async with OpenRouterClient(api_key="k", transport=httpx.MockTransport(handler),

@@ -114,6 +114,20 @@ def test_the_response_has_the_openai_shape(base_url, corpus):
     assert data["id"] and data["model"] == body["model"]
 
 
+def test_cost_comes_on_every_answer_unasked_and_the_deprecated_option_changes_nothing(
+        base_url, corpus):
+    """OpenRouter reports usage and cost on every response; `usage: {include: true}` is
+    deprecated and has no effect, so the fake neither needs nor rewards it."""
+    body = {"model": OFFICIAL.pool_model(GEMINI).slug, "reasoning": {"effort": "low"},
+            "messages": [{"role": "user", "content": corpus[5].item.prompt}]}
+    plain = httpx.post(f"{base_url}/chat/completions", json=body).json()
+    asked = httpx.post(f"{base_url}/chat/completions",
+                       json=body | {"usage": {"include": True}}).json()
+    assert plain["usage"]["cost"] > 0
+    assert {k: v for k, v in asked.items() if k != "created"} == {
+        k: v for k, v in plain.items() if k != "created"}
+
+
 def test_models_are_listed_with_the_openai_and_openrouter_fields(base_url):
     listing = httpx.get(f"{base_url}/models").json()
     assert listing["object"] == "list"
