@@ -14,10 +14,12 @@ so a job ends with a clear error well inside its timeout instead of being killed
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import logging
 import os
 import re
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -129,6 +131,12 @@ def wait_for(response: httpx.Response, now: float, failures: int, limited: int,
     return None
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """httpx's certificate store, read once however many clients a job makes."""
+    return httpx.create_ssl_context()
+
+
 class GitHub:
     """The REST calls on one repository. `transport`, `sleep` and `clock` are the test seams."""
 
@@ -148,7 +156,7 @@ class GitHub:
         self.wait_budget_s, self.waited = wait_budget_s, 0.0
         self.graphql_url = graphql_url or f"{base_url.rstrip('/')}/graphql"
         self.http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
-                                 transport=transport, timeout=30.0)
+                                 transport=transport, timeout=30.0, verify=_tls())
         self._identity: str | None = None
 
     @classmethod

@@ -22,7 +22,7 @@ from evaluator.benchmarks.sealing import (
 from evaluator.files import write_json
 from evaluator.leaderboard import check_result
 from evaluator.loop import coordinator_transcript
-from evaluator.rules import OFFICIAL, ROLES
+from evaluator.rules import ROLES
 from evaluator.scoring import bench_score, efficiency
 from evaluator.store import Store
 from evaluator.types import AnsweredItem, Item, ModelAnswer

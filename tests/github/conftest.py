@@ -25,6 +25,7 @@ outputs, and the few actions used are simulated (checkout = the clone already ma
 from __future__ import annotations
 
 import base64
+import copy
 import fnmatch
 import functools
 import json
@@ -497,6 +498,11 @@ def app_key_pem() -> str:
                              serialization.NoEncryption()).decode()
 
 
+@functools.cache
+def _app_public_key():
+    return serialization.load_pem_private_key(app_key_pem().encode(), None).public_key()
+
+
 def _unb64(part: str) -> bytes:
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
@@ -508,8 +514,7 @@ def verify_app_jwt(token: str) -> dict | None:
         header, claims, signature = token.split(".")
         if json.loads(_unb64(header)) != {"alg": "RS256", "typ": "JWT"}:
             return None
-        public = serialization.load_pem_private_key(app_key_pem().encode(), None).public_key()
-        public.verify(_unb64(signature), f"{header}.{claims}".encode(), padding.PKCS1v15(),
+        _app_public_key().verify(_unb64(signature), f"{header}.{claims}".encode(), padding.PKCS1v15(),
                       hashes.SHA256())
         data = json.loads(_unb64(claims))
     except Exception:  # anything that is not a good signature is a bad token
@@ -689,11 +694,13 @@ class Remote:
         return git(self.scratch, "rev-parse", "HEAD")
 
 
-@pytest.fixture
-def remote(tmp_path) -> Remote:
-    bare, scratch = tmp_path / "remote.git", tmp_path / "scratch"
-    git(tmp_path, "init", "--quiet", "--bare", "--initial-branch=main", str(bare))
-    git(tmp_path, "init", "--quiet", "--initial-branch=main", str(scratch))
+@pytest.fixture(scope="session")
+def template_remote(tmp_path_factory) -> Remote:
+    """The remote every test starts from, built once: a base commit on main."""
+    root = tmp_path_factory.mktemp("template-remote")
+    bare, scratch = root / "remote.git", root / "scratch"
+    git(root, "init", "--quiet", "--bare", "--initial-branch=main", str(bare))
+    git(root, "init", "--quiet", "--initial-branch=main", str(scratch))
     for folder in ("submissions", "leaderboard"):
         (scratch / folder).mkdir()
         (scratch / folder / ".gitkeep").write_text("")
@@ -704,9 +711,24 @@ def remote(tmp_path) -> Remote:
     return Remote(bare, scratch)
 
 
+@pytest.fixture
+def remote(tmp_path, template_remote) -> Remote:
+    """A copy of the template remote of this test's own, its scratch clone pointing at it."""
+    bare = Path(shutil.copytree(template_remote.bare, tmp_path / "remote.git", symlinks=True))
+    scratch = Path(shutil.copytree(template_remote.scratch, tmp_path / "scratch", symlinks=True))
+    config = scratch / ".git" / "config"
+    config.write_text(config.read_text().replace(str(template_remote.bare), str(bare)))
+    return Remote(bare, scratch)
+
+
 # ---------------------------------------------------------------- workflow replay
 
 def load_workflow(name: str) -> dict:
+    return copy.deepcopy(_parsed_workflow(name))
+
+
+@functools.cache
+def _parsed_workflow(name: str) -> dict:
     data = yaml.safe_load((WORKFLOWS / name).read_text(encoding="utf-8"))
     data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as True
     return data

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -300,9 +301,10 @@ class Features:
         return f / np.linalg.norm(f, axis=1, keepdims=True)
 
 
-@pytest.fixture
-def miner_run(tmp_path) -> Path:
-    """A miner's finished training run (tiny data, the official head), ready for `pack`."""
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory) -> Path:
+    """A miner's finished training run (tiny data, the official head), trained once."""
+    tmp_path = tmp_path_factory.mktemp("miner")
     benches = ("math500", "mmlu", "livecodebench")
     rows = [AnsweredItem(Item(benches[i // 10], f"q{i}", f"question {i}", "1"),
                          {m: ModelAnswer("…", (i + j) % 3 == 0)
@@ -316,6 +318,12 @@ def miner_run(tmp_path) -> Path:
     run_training(run_dir, config, data, Features(30, OFFICIAL.hidden_size), OFFICIAL,
                  ledger_source=ledger)
     return run_dir
+
+
+@pytest.fixture
+def miner_run(tmp_path, trained_run) -> Path:
+    """That run, ready for `pack`, in a folder of this test's own."""
+    return Path(shutil.copytree(trained_run, tmp_path / "experiments" / trained_run.name))
 
 
 def _steps(body: str) -> dict:
