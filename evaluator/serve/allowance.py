@@ -23,6 +23,7 @@ REQUEST_TIMEOUT_SECONDS = 300.0  # a whole request: every turn, retries included
 RETRY_AFTER_SECONDS = 30  # the hint a pool failure or a timeout carries
 MAX_SESSIONS = 16  # chat requests played at once; more are told to retry
 MAX_CONNECTIONS = 64  # open connections (a thread each); more are refused
+CONNECTIONS_PER_CLIENT = 8  # open connections of one client, so one cannot hold them all
 READ_TIMEOUT_SECONDS = 30.0  # a client that stops sending mid-request is dropped
 BATCH_WAIT_SECONDS = 0.0  # extra wait for turns to batch with (0: those queued while busy)
 MAX_BATCH = 32  # transcripts taken at once
@@ -41,6 +42,7 @@ class ServeLimits:
     retry_after: int = RETRY_AFTER_SECONDS
     max_sessions: int = MAX_SESSIONS
     max_connections: int = MAX_CONNECTIONS
+    connections_per_client: int = CONNECTIONS_PER_CLIENT
     read_timeout: float = READ_TIMEOUT_SECONDS
     batch_wait: float = BATCH_WAIT_SECONDS
     max_batch: int = MAX_BATCH

@@ -182,7 +182,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == f"{MODELS_PATH}/{served.model_id}":
             self._json(200, card)
         else:
-            self._fail(ApiError(404, NOT_FOUND, f"the model {path[len(MODELS_PATH) + 1:]!r} "
+            self._fail(ApiError(404, NOT_FOUND, f"the model {path[len(MODELS_PATH) + 1:][:100]!r} "
                                 f"does not exist; this server routes through "
                                 f"{served.model_id!r}", "model_not_found"))
 
@@ -338,13 +338,21 @@ class _HTTPServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], app: ChatServer):
         self.app = app
-        self._connections = threading.BoundedSemaphore(app.limits.max_connections)
+        self._lock = threading.Lock()
+        self._open: dict[str, int] = {}  # open connections by client
         super().__init__(address, _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._connections.acquire(blocking=False):
+        """A thread for the connection, unless the server or this client has enough open."""
+        client, limits = client_address[0], self.app.limits
+        with self._lock:
+            admitted = (sum(self._open.values()) < limits.max_connections
+                        and self._open.get(client, 0) < limits.connections_per_client)
+            if admitted:
+                self._open[client] = self._open.get(client, 0) + 1
+        if not admitted:
             with contextlib.suppress(OSError):
-                request.sendall(_overloaded(self.app.limits))
+                request.sendall(_overloaded(limits))
             self.shutdown_request(request)
             return
         super().process_request(request, client_address)
@@ -353,7 +361,10 @@ class _HTTPServer(ThreadingHTTPServer):
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._connections.release()
+            with self._lock:
+                self._open[client_address[0]] -= 1
+                if not self._open[client_address[0]]:
+                    del self._open[client_address[0]]
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         logging.getLogger(__name__).exception("a connection from %s failed", client_address[0])

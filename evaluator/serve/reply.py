@@ -131,9 +131,10 @@ class ConversationPlayer:
         self.ledger, self.limits, self.retry, self.api_key = ledger, limits, retry, api_key
 
     def client(self) -> OpenRouterClient:
+        """A client for one request: its calls time out as any pool call does, its retries
+        never wait past the request's deadline."""
         return OpenRouterClient(self.rules, base_url=self.pool_url, api_key=self.api_key,
-                                ledger=self.ledger, timeout=self.limits.request_timeout,
-                                retry=self.retry,
+                                ledger=self.ledger, retry=self.retry,
                                 retry_budget=RetryBudget(self.limits.request_timeout))
 
     def answer(self, request_id: str, query: str,

@@ -87,8 +87,9 @@ def parse_chat(raw: bytes, model_id: str) -> ChatRequest:
     if not isinstance(body, dict):
         raise _invalid("the body must be a JSON object")
     if body.get("model") != model_id:
-        raise ApiError(404, NOT_FOUND, f"the model {body.get('model')!r} does not exist; this "
-                       f"server routes through {model_id!r}", "model_not_found", "model")
+        raise ApiError(404, NOT_FOUND, f"the model {str(body.get('model'))[:100]!r} does not "
+                       f"exist; this server routes through {model_id!r}", "model_not_found",
+                       "model")
     for name in UNSUPPORTED:
         if body.get(name):
             raise _invalid("tool calls are not supported: the pool answers in text", name)

@@ -262,3 +262,67 @@ def test_requests_that_arrive_together_share_the_encoders_passes(router, tiny_ru
     batcher.close()
     assert batcher.decided == 8 and batcher.passes < 8
     assert [found[i][0] for i in range(8)] == decide(texts)  # as the router decides them
+
+
+def test_a_request_past_its_deadline_is_a_timeout_with_a_retry_hint(
+        start_server, served_king, openai_client, question, simulator):
+    import openai
+
+    simulator.slow_seconds = 2.0
+    simulator.inject("slow")
+    server = start_server(served_king, limits=ServeLimits(request_timeout=0.5, retry_after=7))
+    with pytest.raises(openai.APIStatusError) as late:
+        openai_client(server).chat.completions.create(model=served_king.model_id,
+                                                      messages=ask(question))
+    assert late.value.status_code == 504 and late.value.code == "timeout"
+    assert late.value.response.headers["retry-after"] == "7"
+
+
+def test_a_client_holding_its_connections_cannot_take_the_servers(start_server, served_king,
+                                                                 openai_client, question):
+    import socket
+    import time
+
+    import openai
+
+    server = start_server(served_king, limits=ServeLimits(connections_per_client=1))
+    host, port = server.base_url.removeprefix("http://").split("/")[0].split(":")
+    idle = socket.create_connection((host, int(port)))  # opens and sends nothing
+    try:
+        with pytest.raises(openai.APIStatusError) as refused:
+            openai_client(server).chat.completions.create(model=served_king.model_id,
+                                                          messages=ask(question))
+        assert refused.value.status_code == 503 and refused.value.code == "overloaded"
+        assert "retry-after" in refused.value.response.headers
+    finally:
+        idle.close()
+    for _ in range(50):  # once its thread has seen the close, the slot is free again
+        try:
+            openai_client(server).models.list()
+            break
+        except openai.APIStatusError:
+            time.sleep(0.05)
+    else:
+        pytest.fail("the closed connection's slot was never freed")
+
+
+@pytest.mark.parametrize(("raw", "status"), [
+    (b"BREW /v1/chat/completions HTTP/1.1\r\nHost: x\r\n\r\n", 501),  # no such method
+    (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+     b"0\r\n\r\n", 411),  # a body of unknown length
+    (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{}", 400),
+])
+def test_what_is_not_http_the_server_expects_gets_a_json_error(start_server, served_king, raw,
+                                                               status):
+    import socket
+
+    server = start_server(served_king, limits=ServeLimits(read_timeout=0.5))
+    host, port = server.base_url.removeprefix("http://").split("/")[0].split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as conn:
+        conn.sendall(raw)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.split(b" ")[1] == str(status).encode()
+    assert "message" in json.loads(body)["error"]
