@@ -24,12 +24,12 @@ from typing import Any
 from evaluator import isolation
 from evaluator.baselines import gap_closed
 from evaluator.cli import main
+from evaluator.commands.serve import demo_hint
 from evaluator.errors import TinyRouterError
 from evaluator.files import write_json
 from evaluator.pool.simulator import bundled_simulator, serve_simulator
 from evaluator.reports import crown_test
 from evaluator.rules import OFFICIAL, Competition
-from evaluator.serve.allowance import DEFAULT_HOST, DEFAULT_PORT
 from evaluator.store import MANIFEST_PATH, Store, submission_path
 
 log = logging.getLogger(__name__)
@@ -301,7 +301,6 @@ def build_site(ws: Workspace) -> None:
 
 
 PRACTISE_SCRIPT = "practise.sh"
-SERVE_KING = "tinyrouter serve --king ."  # in repo/, where the practise script leaves the shell
 
 
 def practise_script(ws: Workspace) -> str:
@@ -486,17 +485,7 @@ def footer(ws: Workspace, seconds: float) -> list[str]:
             "  then open http://127.0.0.1:8000/",
             f"Practise the miner's path here, offline: . {ws.root / PRACTISE_SCRIPT}",
             "  (it starts the pool simulator; the Submitting guide's \"Practise on the demo\" "
-            "walks through the rest)", *serve_hint(ws)]
-
-
-def serve_hint(ws: Workspace) -> list[str]:
-    """How to route requests through the demo's king, when there is one."""
-    if Store(ws.repo, lenient=True).king() is None:
-        return []
-    return [f"Serve the king behind an OpenAI-compatible API, against the simulator: "
-            f". {ws.root / PRACTISE_SCRIPT} && {SERVE_KING}",
-            f"  then point any OpenAI client at http://{DEFAULT_HOST}:{DEFAULT_PORT}/v1 (the "
-            "Reference guide's \"Serving the king\")"]
+            "walks through the rest)", *demo_hint(ws.root / PRACTISE_SCRIPT, ws.repo)]
 
 
 def why(ws: Workspace) -> str:

@@ -22,6 +22,7 @@ from evaluator.serve.allowance import (
 )
 
 LEDGER_FILE = "serve-ledger.jsonl"
+DEMO_COMMAND = "tinyrouter serve --king ."  # in the demo's repo/, where its practise script ends
 
 
 def add_serve(p: argparse.ArgumentParser) -> None:
@@ -67,6 +68,18 @@ def add_serve(p: argparse.ArgumentParser) -> None:
 
 
 PARSERS = {"serve": add_serve}
+
+
+def demo_hint(practise_script: Path, repo: Path) -> list[str]:
+    """What `tinyrouter demo` prints to serve its king against its simulator (if it has one)."""
+    from evaluator.store import Store
+
+    if Store(repo, lenient=True).king() is None:
+        return []
+    return [f"Serve the king behind an OpenAI-compatible API, against the simulator: "
+            f". {practise_script} && {DEMO_COMMAND}",
+            f"  then point any OpenAI client at http://{DEFAULT_HOST}:{DEFAULT_PORT}/v1 (the "
+            "Reference guide's \"Serving the king\")"]
 
 
 def default_ledger() -> Path:
