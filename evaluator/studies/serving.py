@@ -6,12 +6,14 @@ after turn, on transcripts built by the loop's own `coordinator_transcript` from
 questions and answers. No pool call is made, so what is timed is the encoder and the head,
 the queue and the batching: per decision (one turn) and per request (every turn of a
 session, what a served response reports as `routing_ms`), as p50 and p95, with requests and
-decisions per second, at each B.
+decisions per second, at each B; and the CPU time the encoder spent per decision, which a
+loaded machine inflates less than the wall clock (the load average is printed beside it).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import threading
@@ -155,10 +157,19 @@ def measure(router: Any, theta: np.ndarray, played: list[list[str]], size: int,
 
     from evaluator.serve.batcher import RoutingBatcher
 
-    batcher = RoutingBatcher(router.bind(theta), wait=0.0)
+    decide, cpu = router.bind(theta), []
+
+    def timed(texts: list[str]) -> Any:  # on the batcher's thread: the encoder's CPU time
+        started = time.process_time()
+        decisions = decide(texts)
+        cpu.append(time.process_time() - started)
+        return decisions
+
+    batcher = RoutingBatcher(timed, wait=0.0)
     try:
         play_wave(batcher, played[:size])  # warm-up: allocator, kernels, the tokenizer
         batcher.passes = batcher.decided = 0
+        cpu.clear()
         per_request, per_decision = [], []
         sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
         sync()
@@ -178,7 +189,8 @@ def measure(router: Any, theta: np.ndarray, played: list[list[str]], size: int,
             "decision_ms_p95": percentile(per_decision, 95),
             "requests_per_s": len(per_request) / wall,
             "decisions_per_s": len(per_decision) / wall,
-            "transcripts_per_pass": batcher.decided / max(1, batcher.passes)}
+            "transcripts_per_pass": batcher.decided / max(1, batcher.passes),
+            "cpu_ms_per_decision": 1000 * sum(cpu) / max(1, batcher.decided)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -202,19 +214,20 @@ def run(args: argparse.Namespace) -> int:
                             np.ones(rules.svf_scale_count)]).astype(np.float32)
     played = sessions(rules, args.requests, args.turns, args.seed, args.output_chars)
     tokens = [len(ids) for ids in router.encoder.head_ids([s[-1] for s in played])]
+    load_before = os.getloadavg()[0]
     rows = [measure(router, theta, played, size, args.device) for size in sizes]
     report = {"shape": args.shape, "device": args.device, "threads": torch.get_num_threads(),
               "turns": args.turns, "last_turn_tokens_median": statistics.median(tokens),
-              "rows": rows}
+              "load_average": [load_before, os.getloadavg()[0]], "rows": rows}
     print(f"{args.shape} on {args.device} ({report['threads']} threads), {args.turns} turns a "
           f"request, last turn's head input {report['last_turn_tokens_median']:.0f} tokens "
-          "(median)")
+          f"(median); load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
     print(f"{'B':>4} {'request p50':>12} {'p95':>9} {'decision p50':>13} {'p95':>9} "
-          f"{'requests/s':>11} {'decisions/s':>12} {'per pass':>9}")
+          f"{'requests/s':>11} {'decisions/s':>12} {'per pass':>9} {'CPU/decision':>13}")
     for row in rows:
         print(f"{row['batch_size']:>4} {row['request_ms_p50']:>9.1f} ms {row['request_ms_p95']:>6.1f} ms "
               f"{row['decision_ms_p50']:>10.1f} ms {row['decision_ms_p95']:>6.1f} ms "
               f"{row['requests_per_s']:>11.2f} {row['decisions_per_s']:>12.2f} "
-              f"{row['transcripts_per_pass']:>9.2f}")
+              f"{row['transcripts_per_pass']:>9.2f} {row['cpu_ms_per_decision']:>10.1f} ms")
     write_json_out(args.json, report)
     return 0
