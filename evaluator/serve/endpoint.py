@@ -17,6 +17,7 @@ import ipaddress
 import json
 import logging
 import secrets
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -340,6 +341,7 @@ class _HTTPServer(ThreadingHTTPServer):
         self.app = app
         self._lock = threading.Lock()
         self._open: dict[str, int] = {}  # open connections by client
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         super().__init__(address, _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -394,7 +396,7 @@ class ChatServer:
     @property
     def base_url(self) -> str:
         host, port = self._http.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}/v1"
 
     def start(self) -> ChatServer:
         self._thread = threading.Thread(target=self._http.serve_forever, args=(POLL_SECONDS,),

@@ -69,10 +69,11 @@ def start_server(router, tiny_rules, pool_url, tmp_path):
     running = []
 
     def start(served, token: str | None = None, limits: ServeLimits | None = None,
-              log_prompts: bool = False, pool: str | None = None) -> ChatServer:
+              log_prompts: bool = False, pool: str | None = None,
+              host: str = "127.0.0.1") -> ChatServer:
         limits = limits or ServeLimits(request_timeout=20.0, retry_after=7)
         server = ChatServer(served, router.bind(served.head.theta), tiny_rules, pool or pool_url,
-                            Ledger(tmp_path / "serve-ledger.jsonl"), limits, "127.0.0.1", 0,
+                            Ledger(tmp_path / "serve-ledger.jsonl"), limits, host, 0,
                             token, log_prompts, retry=FAST_RETRY).start()
         running.append(server)
         return server

@@ -241,6 +241,13 @@ def test_binding_beyond_loopback_needs_a_token(host, token, refused):
         check_binding(host, token)
 
 
+def test_it_serves_on_ipv6_loopback_too(start_server, served_king):
+    server = start_server(served_king, host="::1")
+    assert server.base_url.startswith("http://[::1]:")
+    health = httpx.get(server.base_url.removesuffix("/v1") + "/health").json()
+    assert health["status"] == "ok"
+
+
 def test_requests_that_arrive_together_share_the_encoders_passes(router, tiny_rules):
     import threading
 
