@@ -125,16 +125,15 @@ class ConversationPlayer:
     the request's thread), one shared `decide` (thread-safe: the batcher) and ledger."""
 
     def __init__(self, rules: Competition, decide: Decide, pool_url: str | None,
-                 ledger: Ledger | None, limits: ServeLimits, retry: RetryPolicy = POOL_RETRY,
-                 api_key: str | None = None):
+                 ledger: Ledger | None, limits: ServeLimits, retry: RetryPolicy = POOL_RETRY):
         self.rules, self._decide, self.pool_url = rules, decide, pool_url
-        self.ledger, self.limits, self.retry, self.api_key = ledger, limits, retry, api_key
+        self.ledger, self.limits, self.retry = ledger, limits, retry
 
     def client(self) -> OpenRouterClient:
         """A client for one request: its calls time out as any pool call does, its retries
         never wait past the request's deadline."""
-        return OpenRouterClient(self.rules, base_url=self.pool_url, api_key=self.api_key,
-                                ledger=self.ledger, retry=self.retry,
+        return OpenRouterClient(self.rules, base_url=self.pool_url, ledger=self.ledger,
+                                retry=self.retry,
                                 retry_budget=RetryBudget(self.limits.request_timeout))
 
     def answer(self, request_id: str, query: str,
