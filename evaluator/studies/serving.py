@@ -6,8 +6,9 @@ after turn, on transcripts built by the loop's own `coordinator_transcript` from
 questions and answers. No pool call is made, so what is timed is the encoder and the head,
 the queue and the batching: per decision (one turn) and per request (every turn of a
 session, what a served response reports as `routing_ms`), as p50 and p95, with requests and
-decisions per second, at each B; and the CPU time the encoder spent per decision, which a
-loaded machine inflates less than the wall clock (the load average is printed beside it).
+decisions per second, at each B; and the CPU time the encoder spent per decision and per
+request (each transcript's share of its pass), which a loaded machine inflates less than the
+wall clock (the load average is printed beside it).
 """
 
 from __future__ import annotations
@@ -157,12 +158,13 @@ def measure(router: Any, theta: np.ndarray, played: list[list[str]], size: int,
 
     from evaluator.serve.batcher import RoutingBatcher
 
-    decide, cpu = router.bind(theta), []
+    decide, cpu = router.bind(theta), {}
 
     def timed(texts: list[str]) -> Any:  # on the batcher's thread: the encoder's CPU time
         started = time.process_time()
         decisions = decide(texts)
-        cpu.append(time.process_time() - started)
+        share = (time.process_time() - started) / len(texts)
+        cpu.update(dict.fromkeys(texts, share))  # each transcript's share of its pass
         return decisions
 
     batcher = RoutingBatcher(timed, wait=0.0)
@@ -190,7 +192,8 @@ def measure(router: Any, theta: np.ndarray, played: list[list[str]], size: int,
             "requests_per_s": len(per_request) / wall,
             "decisions_per_s": len(per_decision) / wall,
             "transcripts_per_pass": batcher.decided / max(1, batcher.passes),
-            "cpu_ms_per_decision": 1000 * sum(cpu) / max(1, batcher.decided)}
+            "cpu_ms_per_decision": 1000 * statistics.mean(cpu[text] for s in played for text in s),
+            "request_cpu_ms_p50": percentile([sum(cpu[text] for text in s) for s in played], 50)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -223,11 +226,13 @@ def run(args: argparse.Namespace) -> int:
           f"request, last turn's head input {report['last_turn_tokens_median']:.0f} tokens "
           f"(median); load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
     print(f"{'B':>4} {'request p50':>12} {'p95':>9} {'decision p50':>13} {'p95':>9} "
-          f"{'requests/s':>11} {'decisions/s':>12} {'per pass':>9} {'CPU/decision':>13}")
+          f"{'requests/s':>11} {'decisions/s':>12} {'per pass':>9} {'CPU/decision':>13} "
+          f"{'CPU/request p50':>16}")
     for row in rows:
         print(f"{row['batch_size']:>4} {row['request_ms_p50']:>9.1f} ms {row['request_ms_p95']:>6.1f} ms "
               f"{row['decision_ms_p50']:>10.1f} ms {row['decision_ms_p95']:>6.1f} ms "
               f"{row['requests_per_s']:>11.2f} {row['decisions_per_s']:>12.2f} "
-              f"{row['transcripts_per_pass']:>9.2f} {row['cpu_ms_per_decision']:>10.1f} ms")
+              f"{row['transcripts_per_pass']:>9.2f} {row['cpu_ms_per_decision']:>10.1f} ms "
+              f"{row['request_cpu_ms_p50']:>13.1f} ms")
     write_json_out(args.json, report)
     return 0
