@@ -27,6 +27,7 @@ import numpy as np
 from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
 from evaluator.rules import OFFICIAL, ROLES
+from evaluator.serve.allowance import LENGTH_RATIO
 
 SHAPES = ("tiny", "qwen3-0.6b")
 
@@ -49,6 +50,9 @@ def add_serving(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output-chars", type=int, default=0, metavar="C",
                    help="each turn's output padded to C characters (0: the corpus answer as "
                         "the simulator gives it)")
+    p.add_argument("--length-ratio", type=float, default=LENGTH_RATIO, metavar="R",
+                   help="in one pass, the longest transcript over the shortest, at most (the "
+                        "server's; a large R puts every queued turn in one pass)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="torch device")
     p.add_argument("--threads", type=int, metavar="N",
                    help="CPU threads for torch (default: torch's choice, every core)")
@@ -152,7 +156,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def measure(router: Any, theta: np.ndarray, played: list[list[str]], size: int,
-            device: str) -> dict[str, Any]:
+            device: str, length_ratio: float = LENGTH_RATIO) -> dict[str, Any]:
     """One batch size: every session in waves of `size`, timed."""
     import torch
 
@@ -167,7 +171,7 @@ def measure(router: Any, theta: np.ndarray, played: list[list[str]], size: int,
         cpu.update(dict.fromkeys(texts, share))  # each transcript's share of its pass
         return decisions
 
-    batcher = RoutingBatcher(timed, wait=0.0)
+    batcher = RoutingBatcher(timed, wait=0.0, length_ratio=length_ratio)
     try:
         play_wave(batcher, played[:size])  # warm-up: allocator, kernels, the tokenizer
         batcher.passes = batcher.decided = 0
@@ -205,6 +209,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
     if args.output_chars < 0:
         raise UsageError("--output-chars must not be negative")
+    if args.length_ratio < 1:
+        raise UsageError("--length-ratio must be at least 1")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda: torch sees no CUDA device here")
     if args.threads:
@@ -218,9 +224,11 @@ def run(args: argparse.Namespace) -> int:
     played = sessions(rules, args.requests, args.turns, args.seed, args.output_chars)
     tokens = [len(ids) for ids in router.encoder.head_ids([s[-1] for s in played])]
     load_before = os.getloadavg()[0]
-    rows = [measure(router, theta, played, size, args.device) for size in sizes]
+    rows = [measure(router, theta, played, size, args.device, args.length_ratio)
+            for size in sizes]
     report = {"shape": args.shape, "device": args.device, "threads": torch.get_num_threads(),
               "turns": args.turns, "last_turn_tokens_median": statistics.median(tokens),
+              "length_ratio": args.length_ratio,
               "load_average": [load_before, os.getloadavg()[0]], "rows": rows}
     print(f"{args.shape} on {args.device} ({report['threads']} threads), {args.turns} turns a "
           f"request, last turn's head input {report['last_turn_tokens_median']:.0f} tokens "
