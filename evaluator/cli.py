@@ -64,6 +64,8 @@ COMMANDS = {
     "score": Command("score", "score a head as the evaluator would, on your public rows; "
                               "with --king, whether it would take the crown"),
     "seal": Command("seal", "draw, answer and seal the hidden benchmark splits"),
+    "serve": Command("serve", "serve the king (or any head) behind an OpenAI-compatible API: "
+                              "each request plays the evaluator's loop against the pool"),
     "site": Command("site", "build the leaderboard site"),
     "train": Command("train", "train a routing head with separable CMA-ES"),
     "verify-benchmark": Command("seal", "decrypt the sealed benchmark and check it against "
@@ -83,6 +85,9 @@ AUDIENCES = (
     ("workflow: what the GitHub Actions jobs run",
      ("gates", "gh"),
      "tinyrouter gates --repo . --submission submissions/alice/1 --author alice --pr 7"),
+    ("anyone: route your own traffic through the king",
+     ("serve",),
+     "tinyrouter serve --king ."),
     ("developer: studies of the product (not tests)",
      ("dev",),
      "tinyrouter dev scale --sizes 100,1000"),

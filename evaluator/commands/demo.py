@@ -24,6 +24,7 @@ from typing import Any
 from evaluator import isolation
 from evaluator.baselines import gap_closed
 from evaluator.cli import main
+from evaluator.commands.serve import demo_hint
 from evaluator.errors import TinyRouterError
 from evaluator.files import write_json
 from evaluator.pool.simulator import bundled_simulator, serve_simulator
@@ -484,7 +485,7 @@ def footer(ws: Workspace, seconds: float) -> list[str]:
             "  then open http://127.0.0.1:8000/",
             f"Practise the miner's path here, offline: . {ws.root / PRACTISE_SCRIPT}",
             "  (it starts the pool simulator; the Submitting guide's \"Practise on the demo\" "
-            "walks through the rest)"]
+            "walks through the rest)", *demo_hint(ws.root / PRACTISE_SCRIPT, ws.repo)]
 
 
 def why(ws: Workspace) -> str:

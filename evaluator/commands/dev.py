@@ -8,6 +8,8 @@ import importlib
 # name → (module in evaluator.studies, one line)
 STUDIES = {
     "coordinator": ("coordinator", "time full forwards per θ against the frozen-prefix cache"),
+    "serving": ("serving", "time the routing overhead of served requests (encoder and head, no "
+                           "pool) at a few batch sizes"),
     "startup": ("startup", "time the light commands' start-up against importing numpy, httpx "
                            "and safetensors"),
     "sandbox": ("sandbox", "time the code sandbox per program and per test"),
