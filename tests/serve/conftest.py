@@ -1,5 +1,6 @@
-"""A tiny encoder built once per session, a crowned head in a checkout, the simulated pool and
-`tinyrouter serve` on 127.0.0.1 in front of it, and the official `openai` client."""
+"""The tiny encoder loaded (its checkpoint: tests/conftest.py), a crowned head in a checkout,
+the simulated pool and `tinyrouter serve` on 127.0.0.1 in front of it, and the official
+`openai` client."""
 
 from __future__ import annotations
 
@@ -11,22 +12,7 @@ from kings import FAST_RETRY, TOKEN, crown, make_theta
 
 from evaluator.pool.ledger import Ledger
 from evaluator.pool.simulator import bundled_simulator, serve_simulator
-from evaluator.rules import OFFICIAL
 from evaluator.serve import ChatServer, ServeLimits, king_of
-
-
-@pytest.fixture(scope="session")
-def tiny_path(tmp_path_factory):
-    from evaluator.coordinator.tiny import make_tiny
-
-    return make_tiny(tmp_path_factory.mktemp("tiny"), seed=0)
-
-
-@pytest.fixture(scope="session")
-def tiny_rules(tiny_path):
-    from evaluator.coordinator.encoder import competition_for_encoder
-
-    return competition_for_encoder(tiny_path, OFFICIAL)
 
 
 @pytest.fixture(scope="session")
