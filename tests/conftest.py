@@ -48,6 +48,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("gpu"):
+        import torch  # asked when the test runs: collecting the suite never loads torch
+
+        if not torch.cuda.is_available():
+            pytest.skip("needs a CUDA device")
+
+
 def _builds_once_per_module(path: Path) -> bool:
     text = path.read_text(encoding="utf-8")
     return 'scope="module"' in text or 'scope="class"' in text

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from evaluator.cli import main
-from evaluator.coordinator.router import load_router
 from evaluator.loop import coordinator_transcript
 from evaluator.records import King
 from evaluator.store import Store
@@ -112,6 +111,8 @@ def test_a_run_is_scored_on_the_rows_it_kept_out(world, capsys):
     code, report = score(world, run)
     assert code == 0
     held = json.loads((run / "holdout.json").read_text())["ids"]
+    from evaluator.coordinator.router import load_router
+
     router = load_router(str(world["encoder"]), world["rules"])
     from evaluator.heads import resolve_head
 

@@ -201,3 +201,40 @@ def test_the_wheel_lists_every_folder_and_file_kind():
     assert sorted(setuptools["packages"]) == sorted(package(f) for f in folders)
     kinds = {f"*{p.suffix}" for f in folders for p in f.iterdir() if p.is_file()} - {"*.py", "*.pyc"}
     assert kinds <= set(setuptools["package-data"]["*"])
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    """What a file imports when it is imported: module-level statements only (not those inside
+    functions, nor under `if TYPE_CHECKING:`), each name as written."""
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return names
+
+
+def _loads_heavy(name: str, seen: set[str]) -> bool:
+    if name.split(".")[0] in COLLECTION_HEAVY:
+        return True
+    module = resolve(name) if name.startswith("evaluator") else None
+    parents = []
+    while module and module not in seen:  # a package's __init__ runs first
+        parents.append(module)
+        module = module.rpartition(".")[0] if "." in module else None
+    seen.update(parents)
+    return any(_loads_heavy(target, seen) for parent in parents
+               for target in _top_level_imports(MODULES[parent]))
+
+
+COLLECTION_HEAVY = ("torch", "transformers", "mkdocs")
+
+
+def test_collecting_the_suite_loads_no_heavy_library():
+    """A test module imports torch, transformers or MkDocs inside its tests (or through
+    tests/deferred.py), never at its top: collecting every test stays quick."""
+    tests = PACKAGE.parent / "tests"
+    heavy = sorted(str(path.relative_to(tests)) for path in tests.rglob("*.py")
+                   if any(_loads_heavy(name, set()) for name in _top_level_imports(path)))
+    assert heavy == []

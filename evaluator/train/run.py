@@ -22,9 +22,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import cma
 import numpy as np
 
 from evaluator import __version__
@@ -48,6 +47,9 @@ from evaluator.train.live import LiveFitness, live_weight
 from evaluator.train.roles import role_choices, with_roles
 from evaluator.train.select import Chooser, global_random_kept
 from evaluator.train.start import fitted_theta, start_targets
+
+if TYPE_CHECKING:
+    import cma
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +146,8 @@ def make_optimizer(config: TrainConfig, rules: Competition,
                "CMA_stds": stds, "verbose": -9, "tolfun": 0, "tolflatfitness": 10**9,
                "tolfunhist": 0, "tolstagnation": 10**9, "tolx": 0}
     x0 = initial_theta(rules) if start is None else np.asarray(start, dtype=np.float64)
+    import cma  # it loads matplotlib where installed: only a run that trains pays for it
+
     return cma.CMAEvolutionStrategy(x0, config.sigma0, options)
 
 

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from evaluator.cli import main
-from evaluator.coordinator.encoder import load_encoder
 from evaluator.rules import Competition
 
 BENCH_FIELDS = ("naive_s", "cached_s", "batched_s", "prefix_s", "per_theta_naive_s",
@@ -19,6 +18,8 @@ BENCH_FIELDS = ("naive_s", "cached_s", "batched_s", "prefix_s", "per_theta_naive
 
 
 def test_make_tiny_writes_a_checkpoint_and_its_rules(tmp_path, capsys):
+    from evaluator.coordinator.encoder import load_encoder
+
     out = tmp_path / "tiny"
     assert main(["encoder", "make-tiny", str(out), "--seed", "3"]) == 0
     assert "--competition" in capsys.readouterr().out

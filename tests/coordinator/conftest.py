@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
-from evaluator.coordinator.encoder import load_encoder
 from evaluator.rules import ROLES
 
 WORDS = ("solve", "the", "equation", "x", "=", "42", "\\boxed{7}", "Answer: B", "def f(n):",
@@ -16,12 +14,16 @@ WORDS = ("solve", "the", "equation", "x", "=", "42", "\\boxed{7}", "Answer: B", 
 
 @pytest.fixture(scope="session")
 def encoder(tiny_path, tiny_rules):
+    from evaluator.coordinator.encoder import load_encoder
+
     return load_encoder(str(tiny_path), tiny_rules, "cpu")
 
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
     """The tiny model's matrices are too small to share: threads only add overhead."""
+    import torch
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

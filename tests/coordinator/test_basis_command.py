@@ -9,7 +9,6 @@ from evaluator.basis import BASIS_FILE, read_basis
 from evaluator.benchmarks.corpus import load_corpus
 from evaluator.benchmarks.sealing import write_train_items
 from evaluator.cli import main
-from evaluator.coordinator.tiny import make_tiny
 from evaluator.gates import context_for
 
 
@@ -62,6 +61,7 @@ def test_basis_needs_a_sealed_season(season, tmp_path, capsys):
 
 def test_a_wider_tiny_encoder_for_measuring_wide_heads(tmp_path, tiny_rules):
     from evaluator.coordinator.encoder import competition_for_encoder
+    from evaluator.coordinator.tiny import make_tiny
 
     wide = competition_for_encoder(make_tiny(tmp_path / "wide", hidden_size=256), tiny_rules)
     assert wide.hidden_size == 256 and dataclasses.replace(wide, hidden_size=128) != wide

@@ -6,17 +6,13 @@ import dataclasses
 import json
 
 import pytest
-import torch
+from deferred import deferred
 
-from evaluator.coordinator.encoder import (
-    Encoder,
-    competition_for_encoder,
-    encoder_revision,
-    load_encoder,
-)
-from evaluator.coordinator.tiny import TINY_CONFIG, make_tiny
 from evaluator.errors import EncoderError
 from evaluator.rules import ENCODER_REVISIONS, OFFICIAL
+
+torch, tiny = deferred("torch"), deferred("evaluator.coordinator.tiny")
+encoders = deferred("evaluator.coordinator.encoder")
 
 
 def test_tiny_rules_are_read_from_the_checkpoint(tiny_rules, tiny_path):
@@ -37,20 +33,21 @@ def test_loaded_encoder_is_frozen_fp32_on_cpu(encoder, tiny_rules):
 
 
 def test_make_tiny_is_deterministic_for_a_seed(tmp_path, tiny_path):
-    again = make_tiny(tmp_path / "again", seed=0)
-    other = make_tiny(tmp_path / "other", seed=1)
+    again = tiny.make_tiny(tmp_path / "again", seed=0)
+    other = tiny.make_tiny(tmp_path / "other", seed=1)
     for name in ("model.safetensors", "tokenizer.json"):
         assert (again / name).read_bytes() == (tiny_path / name).read_bytes()
     assert (other / "model.safetensors").read_bytes() != (tiny_path / "model.safetensors").read_bytes()
-    assert json.loads((tiny_path / "config.json").read_text())["hidden_size"] == TINY_CONFIG["hidden_size"]
+    width = json.loads((tiny_path / "config.json").read_text())["hidden_size"]
+    assert width == tiny.TINY_CONFIG["hidden_size"]
 
 
 @pytest.mark.parametrize("width", [8, 127])
 def test_make_tiny_builds_every_width_the_command_allows(tmp_path, width):
     # RoPE wants an even head size, so a width that is no multiple of 4 keeps fewer values
-    path = make_tiny(tmp_path / "wide", hidden_size=width)
-    rules = competition_for_encoder(path, OFFICIAL)
-    features = load_encoder(str(path), rules, "cpu").features(["QUERY:\nsolve x = 42"])
+    path = tiny.make_tiny(tmp_path / "wide", hidden_size=width)
+    rules = encoders.competition_for_encoder(path, OFFICIAL)
+    features = encoders.load_encoder(str(path), rules, "cpu").features(["QUERY:\nsolve x = 42"])
     assert tuple(features.shape) == (1, width) and rules.hidden_size == width
 
 
@@ -64,26 +61,26 @@ def test_make_tiny_builds_every_width_the_command_allows(tmp_path, width):
 ])
 def test_a_checkpoint_that_breaks_the_rules_is_refused(tiny_path, tiny_rules, change, message):
     with pytest.raises(EncoderError, match=message):
-        load_encoder(str(tiny_path), dataclasses.replace(tiny_rules, **change), "cpu")
+        encoders.load_encoder(str(tiny_path), dataclasses.replace(tiny_rules, **change), "cpu")
 
 
 def test_official_rules_refuse_the_tiny_checkpoint(tiny_path):
     with pytest.raises(EncoderError, match="--competition"):
-        load_encoder(str(tiny_path), OFFICIAL, "cpu")
+        encoders.load_encoder(str(tiny_path), OFFICIAL, "cpu")
 
 
 def test_missing_or_pickle_only_checkpoints_are_refused(tmp_path, tiny_path, tiny_rules):
     with pytest.raises(EncoderError, match="cannot load"):
-        load_encoder(str(tmp_path / "nowhere"), tiny_rules, "cpu")
+        encoders.load_encoder(str(tmp_path / "nowhere"), tiny_rules, "cpu")
     pickled = tmp_path / "pickled"
     pickled.mkdir()
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
         (pickled / name).write_bytes((tiny_path / name).read_bytes())
     (pickled / "pytorch_model.bin").write_bytes(b"not loaded: safetensors only")
     with pytest.raises(EncoderError, match="cannot load"):
-        load_encoder(str(pickled), tiny_rules, "cpu")
+        encoders.load_encoder(str(pickled), tiny_rules, "cpu")
     with pytest.raises(EncoderError, match="cannot read the checkpoint"):
-        competition_for_encoder(tmp_path / "nowhere", OFFICIAL)
+        encoders.competition_for_encoder(tmp_path / "nowhere", OFFICIAL)
 
 
 def test_head_input_is_transcript_suffix_then_eos(encoder):
@@ -94,7 +91,7 @@ def test_head_input_is_transcript_suffix_then_eos(encoder):
 
 
 def test_long_transcripts_are_cut_from_the_left_keeping_the_suffix(encoder):
-    short = Encoder(encoder.model, encoder.tokenizer,
+    short = encoders.Encoder(encoder.model, encoder.tokenizer,
                     dataclasses.replace(encoder.rules, head_context_tokens=24))
     ids = short.head_ids(["start " + "filler words " * 40 + "the very end"])[0]
     assert len(ids) == 24
@@ -128,8 +125,8 @@ def test_empty_input_is_refused(encoder):
 
 
 def test_a_hub_encoder_is_loaded_at_its_pinned_revision_a_folder_as_is(tmp_path):
-    assert encoder_revision(OFFICIAL.encoder_id) == ENCODER_REVISIONS[OFFICIAL.encoder_id]
-    assert len(encoder_revision(OFFICIAL.encoder_id)) == 40
-    assert encoder_revision(str(tmp_path)) is None
+    assert encoders.encoder_revision(OFFICIAL.encoder_id) == ENCODER_REVISIONS[OFFICIAL.encoder_id]
+    assert len(encoders.encoder_revision(OFFICIAL.encoder_id)) == 40
+    assert encoders.encoder_revision(str(tmp_path)) is None
     with pytest.raises(EncoderError, match="neither a local folder nor a hub id with a pinned"):
-        encoder_revision("someone/Qwen3-0.6B-retrained")
+        encoders.encoder_revision("someone/Qwen3-0.6B-retrained")

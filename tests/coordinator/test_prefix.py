@@ -6,20 +6,13 @@ import dataclasses
 
 import numpy as np
 import pytest
-import torch
+from deferred import deferred
 
 from evaluator.coordinator import head as routing
-from evaluator.coordinator import prefix
-from evaluator.coordinator.encoder import Encoder
-from evaluator.coordinator.prefix import (
-    CachedFeaturizer,
-    candidate_bytes,
-    candidates_per_pass,
-    features,
-    features_many,
-    prefix_of,
-)
 from evaluator.errors import EncoderError, SubmissionError
+
+torch, prefix = deferred("torch"), deferred("evaluator.coordinator.prefix")
+encoder_module = deferred("evaluator.coordinator.encoder")
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +22,7 @@ def texts(make_transcripts):
 
 @pytest.fixture(scope="module")
 def cache(encoder, texts):
-    return prefix_of(encoder, texts)
+    return prefix.prefix_of(encoder, texts)
 
 
 @pytest.mark.parametrize(("seed", "head_std", "scale_std"), [
@@ -49,7 +42,7 @@ def test_cached_decisions_equal_the_full_forward(encoder, texts, cache, make_the
     head = theta[:rules.n_head_params].reshape(rules.head_shape)
     scales = theta[rules.n_head_params:]
     full = encoder.features(texts, scales)
-    cached = features(cache, scales)
+    cached = prefix.features(cache, scales)
     assert torch.allclose(cached, full, atol=2e-5)
     # blind to what every transcript shares (the template's tokens), so the words decide
     shared = full.double().mean(0).numpy()
@@ -60,17 +53,17 @@ def test_cached_decisions_equal_the_full_forward(encoder, texts, cache, make_the
 
 
 def test_scales_change_the_features(encoder, texts, cache):
-    plain = features(cache, None)
-    scaled = features(cache, np.full(encoder.svf.count, 2.0, dtype=np.float32))
+    plain = prefix.features(cache, None)
+    scaled = prefix.features(cache, np.full(encoder.svf.count, 2.0, dtype=np.float32))
     assert torch.allclose(plain, encoder.features(texts), atol=2e-5)
     assert (plain - scaled).abs().max() > 1e-2
 
 
 def test_a_subset_in_any_order_matches_the_whole(encoder, cache, make_theta):
     scales = make_theta(encoder.rules, np.random.default_rng(5))[encoder.rules.n_head_params:]
-    whole = features(cache, scales)
+    whole = prefix.features(cache, scales)
     index = np.array([17, 3, 200, 4, 239, 0])
-    assert torch.allclose(features(cache, scales, index), whole[index], atol=1e-6)
+    assert torch.allclose(prefix.features(cache, scales, index), whole[index], atol=1e-6)
 
 
 def test_a_subset_read_for_many_thetas_gives_each_its_own_features(encoder, texts, cache,
@@ -81,50 +74,51 @@ def test_a_subset_read_for_many_thetas_gives_each_its_own_features(encoder, text
     first, second = np.array([5, 17, 40, 41, 90, 200]), np.array([1, 5, 77, 150])
     for index in (first, first, second, first):
         scales = make_theta(encoder.rules, rng, 1.0, 0.8)[n:]
-        whole = features(cache, scales)
-        assert torch.allclose(features(cache, scales, index), whole[index], atol=1e-6)
+        whole = prefix.features(cache, scales)
+        assert torch.allclose(prefix.features(cache, scales, index), whole[index], atol=1e-6)
 
 
 @pytest.mark.parametrize("spill", [False, True])
 def test_over_budget_chunks_are_spilled_or_recomputed(encoder, texts, cache, tmp_path, spill):
-    small = prefix_of(encoder, texts[:60], budget_bytes=200_000, chunk_tokens=300,
-                           spill_dir=tmp_path if spill else None)
+    small = prefix.prefix_of(encoder, texts[:60], budget_bytes=200_000, chunk_tokens=300,
+                             spill_dir=tmp_path if spill else None)
     assert small.held_bytes <= 200_000
     assert any(c.tensors is None for c in small.chunks)
     assert any(tmp_path.iterdir()) == spill
     scales = np.linspace(0.2, 3.0, encoder.svf.count, dtype=np.float32)
-    assert torch.allclose(features(small, scales), features(cache, scales, range(60)), atol=1e-5)
+    assert torch.allclose(prefix.features(small, scales), prefix.features(cache, scales, range(60)),
+                          atol=1e-5)
 
 
 def test_left_cut_transcripts_match_too(encoder, texts):
-    short = Encoder(encoder.model, encoder.tokenizer,
-                    dataclasses.replace(encoder.rules, head_context_tokens=48))
+    short = encoder_module.Encoder(encoder.model, encoder.tokenizer,
+                                   dataclasses.replace(encoder.rules, head_context_tokens=48))
     scales = np.linspace(3.0, 0.3, encoder.svf.count, dtype=np.float32)
-    cached = features(prefix_of(short, texts[:40]), scales)
+    cached = prefix.features(prefix.prefix_of(short, texts[:40]), scales)
     assert torch.allclose(cached, short.features(texts[:40], scales), atol=2e-5)
 
 
 def test_an_earlier_svf_layer_runs_the_layers_between_in_full(encoder, texts):
-    early = Encoder(encoder.model, encoder.tokenizer,
-                    dataclasses.replace(encoder.rules, svf_layer=1))
+    early = encoder_module.Encoder(encoder.model, encoder.tokenizer,
+                                   dataclasses.replace(encoder.rules, svf_layer=1))
     scales = np.linspace(0.3, 3.0, early.svf.count, dtype=np.float32)
-    cached = features(prefix_of(early, texts[:40]), scales)
+    cached = prefix.features(prefix.prefix_of(early, texts[:40]), scales)
     assert torch.allclose(cached, early.features(texts[:40], scales), atol=2e-5)
     assert not torch.allclose(cached, encoder.features(texts[:40], scales), atol=1e-3)
 
 
 def test_featurizer_gives_numpy_rows_for_training(encoder, texts, cache):
-    featurizer = CachedFeaturizer(encoder, texts[:10])
+    featurizer = prefix.CachedFeaturizer(encoder, texts[:10])
     rows = featurizer.features(np.array([2, 5]), np.ones(encoder.svf.count, dtype=np.float32))
     assert isinstance(rows, np.ndarray)
     assert rows.shape == (2, encoder.hidden_size)
-    assert np.allclose(rows, features(cache, None, [2, 5]).numpy(), atol=1e-6)
+    assert np.allclose(rows, prefix.features(cache, None, [2, 5]).numpy(), atol=1e-6)
 
 
 @pytest.mark.parametrize("index", [[0, 0], [240], [-1]])
 def test_bad_indices_are_refused(cache, index):
     with pytest.raises(EncoderError, match="indices"):
-        features(cache, None, index)
+        prefix.features(cache, None, index)
 
 
 # ---------------------------------------------------------------- a generation at once
@@ -143,18 +137,18 @@ def _budget(cache, per_pass: int, index=None) -> int:
     wanted = set(range(len(cache)) if index is None else np.asarray(index).tolist())
     lens = [[cache.lengths[s] for s in c.seqs if s in wanted] for c in cache.chunks]
     lens = [row for row in lens if row]
-    widest = max(candidate_bytes(cache.encoder, row) for row in lens)
-    assert candidates_per_pass(cache.encoder, lens, per_pass * widest) == per_pass
+    widest = max(prefix.candidate_bytes(cache.encoder, row) for row in lens)
+    assert prefix.candidates_per_pass(cache.encoder, lens, per_pass * widest) == per_pass
     return per_pass * widest
 
 
 def _assert_same_as_one_by_one(cache, heads, scales, index=None, budget=None, atol=1e-6):
-    batched = features_many(cache, scales, index, budget)
+    batched = prefix.features_many(cache, scales, index, budget)
     assert batched.shape == (len(scales), len(cache) if index is None else len(index),
                              cache.encoder.hidden_size)
     rules = cache.encoder.rules
     for head, scale, rows in zip(heads, scales, batched, strict=True):
-        alone = features(cache, scale, index)
+        alone = prefix.features(cache, scale, index)
         assert torch.allclose(rows, alone, atol=atol)
         decisions = routing.decide(routing.logits(rows, head, rules), rules)
         assert decisions == routing.decide(routing.logits(alone, head, rules), rules)
@@ -181,7 +175,7 @@ def test_a_generation_at_once_equals_each_candidate_alone(encoder, cache, k, per
 def test_a_generation_matches_the_full_forward(encoder, texts, cache):
     heads, scales = _population(encoder.rules, 3, seed=20)
     index = np.arange(0, 240, 4)
-    batched = features_many(cache, scales, index, _budget(cache, 3, index))
+    batched = prefix.features_many(cache, scales, index, _budget(cache, 3, index))
     rules = encoder.rules
     for head, scale, rows in zip(heads, scales, batched, strict=True):
         full = encoder.features([texts[i] for i in index], scale)
@@ -195,39 +189,40 @@ def test_a_generation_on_a_subset_in_any_order(encoder, cache, per_pass):
     heads, scales = _population(encoder.rules, 6, seed=30)
     index = np.array([17, 3, 200, 4, 239, 0, 118, 119])
     batched = _assert_same_as_one_by_one(cache, heads, scales, index, _budget(cache, per_pass, index))
-    whole = features_many(cache, scales, budget_bytes=_budget(cache, per_pass))
+    whole = prefix.features_many(cache, scales, budget_bytes=_budget(cache, per_pass))
     assert torch.allclose(batched, whole[:, index], atol=1e-6)
 
 
 @pytest.mark.parametrize("spill", [False, True])
 def test_a_generation_over_spilled_or_recomputed_chunks(encoder, texts, cache, tmp_path,
                                                         monkeypatch, spill):
-    small = prefix_of(encoder, texts[:60], budget_bytes=1_000_000, chunk_tokens=300,
-                      spill_dir=tmp_path if spill else None)
+    small = prefix.prefix_of(encoder, texts[:60], budget_bytes=1_000_000, chunk_tokens=300,
+                             spill_dir=tmp_path if spill else None)
     held = sum(c.tensors is not None for c in small.chunks)
     assert 0 < held < len(small.chunks) and any(tmp_path.iterdir()) == spill
     heads, scales = _population(encoder.rules, 5, seed=40)
     loads = []
     real_load = prefix._load
-    monkeypatch.setattr(prefix, "_load", lambda *a: loads.append(1) or real_load(*a))
-    batched = features_many(small, scales, budget_bytes=_budget(small, 2))
+    monkeypatch.setattr("evaluator.coordinator.prefix._load",
+                        lambda *a: loads.append(1) or real_load(*a))
+    batched = prefix.features_many(small, scales, budget_bytes=_budget(small, 2))
     assert len(loads) == len(small.chunks)  # each chunk once, not once per candidate
     for scale, rows in zip(scales, batched, strict=True):
-        assert torch.allclose(rows, features(cache, scale, range(60)), atol=1e-5)
+        assert torch.allclose(rows, prefix.features(cache, scale, range(60)), atol=1e-5)
     _assert_same_as_one_by_one(small, heads, scales, [59, 0, 31, 7], _budget(small, 3, [59, 0, 31, 7]))
 
 
 def test_a_generation_with_an_earlier_svf_layer(encoder, texts):
-    early = Encoder(encoder.model, encoder.tokenizer,
-                    dataclasses.replace(encoder.rules, svf_layer=1))
-    cache = prefix_of(early, texts[:40])
+    early = encoder_module.Encoder(encoder.model, encoder.tokenizer,
+                                   dataclasses.replace(encoder.rules, svf_layer=1))
+    cache = prefix.prefix_of(early, texts[:40])
     heads, scales = _population(early.rules, 4, seed=50)
     batched = _assert_same_as_one_by_one(cache, heads, scales, budget=_budget(cache, 4))
     assert torch.allclose(batched[1], early.features(texts[:40], scales[1]), atol=2e-5)
 
 
 def test_featurizer_scores_a_generation_in_one_call(encoder, texts, cache):
-    featurizer = CachedFeaturizer(encoder, texts[:10], activation_bytes=1 << 30)
+    featurizer = prefix.CachedFeaturizer(encoder, texts[:10], activation_bytes=1 << 30)
     _, scales = _population(encoder.rules, 3, seed=60)
     index = np.array([7, 2, 5])
     rows = featurizer.features_many(index, scales)
@@ -239,11 +234,10 @@ def test_featurizer_scores_a_generation_in_one_call(encoder, texts, cache):
 @pytest.mark.parametrize("shape", [(896,), (2, 895), (2, 3, 896)])
 def test_badly_shaped_generations_are_refused(cache, shape):
     with pytest.raises(SubmissionError, match=r"\(K, 896\)"):
-        features_many(cache, np.ones(shape, dtype=np.float32))
+        prefix.features_many(cache, np.ones(shape, dtype=np.float32))
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_bf16_on_cuda_matches_the_full_forward(tiny_path, tiny_rules, make_transcripts):
     from evaluator.coordinator.encoder import load_encoder
 
@@ -251,5 +245,5 @@ def test_bf16_on_cuda_matches_the_full_forward(tiny_path, tiny_rules, make_trans
     texts = make_transcripts(40, seed=8)
     scales = np.linspace(0.5, 2.0, gpu.svf.count, dtype=np.float32)
     assert gpu.dtype == torch.bfloat16
-    assert torch.allclose(features(prefix_of(gpu, texts), scales), gpu.features(texts, scales),
-                          atol=3e-2)
+    assert torch.allclose(prefix.features(prefix.prefix_of(gpu, texts), scales),
+                          gpu.features(texts, scales), atol=3e-2)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from deferred import deferred
 
 from evaluator.coordinator import head as routing
-from evaluator.coordinator.prefix import features, prefix_of
-from evaluator.coordinator.router import Router
 from evaluator.errors import SubmissionError
 from evaluator.rules import ROLES
 from evaluator.submission import tensors_from_theta, theta_from_tensors
 from evaluator.train.fitness import argmax_accuracy, expected_accuracy
+
+prefix, routers = deferred("evaluator.coordinator.prefix"), deferred("evaluator.coordinator.router")
 
 
 def test_theta_round_trips_through_head_and_scales(tiny_rules, make_theta):
@@ -27,9 +28,9 @@ def test_theta_round_trips_through_head_and_scales(tiny_rules, make_theta):
 def test_router_matches_the_cached_path(encoder, make_transcripts, make_theta, reuse):
     texts = make_transcripts(30, seed=4)
     theta = make_theta(encoder.rules, np.random.default_rng(9), head_std=50.0)
-    router = Router(encoder)
+    router = routers.Router(encoder)
     head, scales = tensors_from_theta(theta, encoder.rules)
-    cached = routing.decide(routing.logits(features(prefix_of(encoder, texts), scales), head,
+    cached = routing.decide(routing.logits(prefix.features(prefix.prefix_of(encoder, texts), scales), head,
                                            encoder.rules), encoder.rules)
     assert router.decide(texts, theta, reuse) == cached
     assert router.bind(theta)(texts) == cached
@@ -40,7 +41,7 @@ def test_training_fitness_reads_the_same_logits_as_the_decisions(encoder, make_t
     texts = make_transcripts(24, seed=5)
     rules = encoder.rules
     theta = make_theta(rules, np.random.default_rng(4), head_std=20.0)
-    router = Router(encoder)
+    router = routers.Router(encoder)
     correct = np.random.default_rng(2).integers(0, 2, (len(texts), rules.n_models)).astype(float)
     head, scales = tensors_from_theta(theta, rules)
     feats = router.features(texts, scales)
@@ -55,7 +56,7 @@ def test_training_fitness_reads_the_same_logits_as_the_decisions(encoder, make_t
 def test_probabilities_and_logits_agree(encoder, make_transcripts, make_theta):
     texts = make_transcripts(6, seed=2)
     theta = make_theta(encoder.rules, np.random.default_rng(1))
-    router = Router(encoder)
+    router = routers.Router(encoder)
     p_models, p_roles = router.probabilities(texts, theta)
     z = router.logits(texts, theta)
     assert z.shape == (6, 6)
@@ -66,7 +67,7 @@ def test_probabilities_and_logits_agree(encoder, make_transcripts, make_theta):
 def test_sampling_is_reproducible_with_a_seed(encoder, make_transcripts, make_theta):
     texts = make_transcripts(50, seed=6)
     theta = make_theta(encoder.rules, np.random.default_rng(3), head_std=0.0)  # uniform softmax
-    router = Router(encoder)
+    router = routers.Router(encoder)
     first = router.decide(texts, theta, rng=np.random.default_rng(1))
     assert first == router.decide(texts, theta, rng=np.random.default_rng(1))
     assert {d.role for d in first} == set(ROLES)
@@ -76,4 +77,4 @@ def test_sampling_is_reproducible_with_a_seed(encoder, make_transcripts, make_th
 def test_a_wrong_sized_theta_is_refused(encoder, tiny_rules, delta):
     theta = np.zeros(tiny_rules.n_params + delta, dtype=np.float32)
     with pytest.raises(SubmissionError, match=str(tiny_rules.n_params)):
-        Router(encoder).decide(["QUERY:\nx"], theta)
+        routers.Router(encoder).decide(["QUERY:\nx"], theta)

@@ -331,11 +331,16 @@ def html_files(site: Path) -> list[Path]:
 STATES = {"empty": lambda root: root, "one_king": one_king, "busy": busy}
 
 
+def build_site(*args: Any, **kwargs: Any) -> Path:
+    """`evaluator.site.build_site`, loaded when a test first builds (MkDocs is slow to import)."""
+    from evaluator.site import build_site as build
+
+    return build(*args, **kwargs)
+
+
 @pytest.fixture(scope="session")
 def built_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each fixture state built once with the official rules: state name → site folder."""
-    from evaluator.site import build_site
-
     sites = {}
     for name, make in STATES.items():
         base = tmp_path_factory.mktemp(f"site-{name}")

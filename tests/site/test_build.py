@@ -16,14 +16,13 @@ from urllib.parse import quote, unquote, urlsplit
 from xml.etree import ElementTree
 
 import markdown
-import pandas as pd
 import pytest
-from conftest import article_of, html_files, text_of
+from conftest import article_of, build_site, html_files, text_of
+from deferred import deferred
 
 from evaluator.cli import main
 from evaluator.errors import SiteBuildError
 from evaluator.rules import OFFICIAL
-from evaluator.site import build_site
 from evaluator.site.follow import FEED_ENTRIES
 from evaluator.site.markup import miner_id, miner_slug
 from evaluator.verdict import walk_through
@@ -36,6 +35,8 @@ PAGES = ("index.html", "history/index.html", "evaluations/index.html", "queue/in
          "downloads/index.html", "rules/index.html", "faq/index.html", "rewards/index.html",
          "scoring/index.html", "submitting/index.html", "maintaining/index.html",
          "reference/index.html")
+
+pd = deferred("pandas")
 
 
 @pytest.mark.parametrize("state", ["empty", "one_king", "busy"])

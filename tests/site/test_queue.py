@@ -8,14 +8,13 @@ from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
-from conftest import article_of
+from conftest import article_of, build_site
 
 from evaluator import lifecycle
 from evaluator.files import format_time
 from evaluator.gates import GateContext, check_rate_limit
 from evaluator.records import Attempt, Result
 from evaluator.rules import OFFICIAL
-from evaluator.site import build_site
 from evaluator.site.queue import build_queue, next_slots
 from evaluator.site.state import LeaderboardState
 from evaluator.store import Store
@@ -160,7 +159,6 @@ def test_the_queue_page(built_sites):
 
 def test_a_store_with_queue_events_shows_what_is_being_evaluated(tmp_path, make_state,
                                                                  monkeypatch):
-    from evaluator.site import build_site
     from evaluator.store import Store
 
     board = make_state("busy")

@@ -3,9 +3,9 @@ import json
 
 import numpy as np
 import pytest
+from deferred import deferred
 
 from evaluator.cli import main
-from evaluator.coordinator.router import Router
 from evaluator.errors import TrainingError
 from evaluator.loop import TURN_HEADER_RE, WORKER, coordinator_transcript
 from evaluator.rules import OFFICIAL
@@ -28,6 +28,8 @@ from evaluator.types import AnsweredItem, Item, ModelAnswer
 
 TINY = dataclasses.replace(OFFICIAL, hidden_size=8, svf_scale_count=7 * 8)
 BENCHES = ("math500", "mmlu")
+
+routers = deferred("evaluator.coordinator.router")
 
 
 class FakeFeatures:
@@ -330,7 +332,7 @@ def test_train_command_runs_and_resumes(tmp_path, monkeypatch, capsys):
     competition.write_text(json.dumps({"hidden_size": 8, "svf_scale_count": 56}))
     monkeypatch.setattr(fitness, "encoder_featurizer", lambda enc, d, rules: FakeFeatures(base))
     monkeypatch.setattr("evaluator.coordinator.router.load_router",
-                        lambda encoder, rules: Router(None, rules))
+                        lambda encoder, rules: routers.Router(None, rules))
     argv = ["--competition", str(competition), "train", "--benchmarks", ",".join(BENCHES),
             "--run-name", "r1", "--data", str(data), "--experiments", str(tmp_path / "exp"),
             "--popsize", "6", "--minibatch", "20", "--no-progress", "--role-rows", "0"]
@@ -685,7 +687,7 @@ def test_the_train_command_fits_the_roles_by_default(tmp_path, monkeypatch, caps
 
     monkeypatch.setattr(fitness, "encoder_featurizer", featurizer)
     monkeypatch.setattr("evaluator.coordinator.router.load_router",
-                        lambda encoder, rules: Router(None, rules))
+                        lambda encoder, rules: routers.Router(None, rules))
     argv = ["--competition", str(competition), "train", "--benchmarks", ",".join(BENCHES),
             "--data", str(data), "--experiments", str(tmp_path / "exp"), "--popsize", "8",
             "--minibatch", "20", "--no-progress", "--generations", "3"]
