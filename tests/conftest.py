@@ -30,6 +30,8 @@ E2E = ("tests/commands/test_demo_command.py", "tests/test_wheel.py",
        "tests/test_dependency_floors.py", "tests/site/test_browser.py")
 STUDIES = ("tests/studies/",)
 E2E_TIMEOUT_S = 900
+# fixtures that take seconds to build: a test using one is slow however quick its own part
+SLOW_FIXTURES = {"tiny_path", "built_sites"}
 # installs into fresh environments: one unit of work, so they never run side by side
 INSTALLS = ("tests/test_wheel.py", "tests/test_dependency_floors.py")
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +46,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_S))
         if where.startswith(STUDIES):
             item.add_marker(pytest.mark.studies)
-        if item.get_closest_marker("e2e") or item.get_closest_marker("studies"):
+        if (item.get_closest_marker("e2e") or item.get_closest_marker("studies")
+                or SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.slow)
 
 

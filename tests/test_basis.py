@@ -1,5 +1,6 @@
 """Gate 3 on the public items' features: no credit for weight the features never use."""
 
+import functools
 import json
 import shutil
 
@@ -29,8 +30,7 @@ def lifted(head: np.ndarray, features: np.ndarray, cosine: float, seed: int = 1)
     """A copy of `head` with weight added to its model rows only in directions the features
     barely use, until the plain rows' cosine with the original is `cosine`."""
     rng = np.random.default_rng(seed)
-    _, _, vt = np.linalg.svd(features, full_matrices=True)
-    unused = vt[40:]  # beyond the features' span
+    unused = _right_singular_vectors(features.tobytes(), features.shape)[40:]  # beyond their span
     rows = head[:N_MODELS] - head[:N_MODELS].mean(axis=0)
     extra = rng.normal(0, 1, (N_MODELS, unused.shape[0])) @ unused
     extra -= extra.mean(axis=0)
@@ -40,12 +40,23 @@ def lifted(head: np.ndarray, features: np.ndarray, cosine: float, seed: int = 1)
     return copy
 
 
+@functools.cache
+def _right_singular_vectors(data: bytes, shape: tuple[int, int]) -> np.ndarray:
+    features = np.frombuffer(data).reshape(shape)
+    return np.linalg.svd(features, full_matrices=True)[2]
+
+
+@functools.cache
+def _public_basis() -> np.ndarray:
+    return directions_of(public_features(), OFFICIAL)
+
+
 @pytest.fixture
 def board(repo):
     (repo / "leaderboard" / "manifest.json").write_text(json.dumps(MANIFEST))
     features = public_features()
-    write_basis(repo / "leaderboard" / BASIS_FILE, directions_of(features, OFFICIAL),
-                len(features), MANIFEST, OFFICIAL)
+    write_basis(repo / "leaderboard" / BASIS_FILE, _public_basis(), len(features), MANIFEST,
+                OFFICIAL)
     return repo, features
 
 
@@ -54,6 +65,7 @@ def gates(repo, author="alice"):
     return run_gates(Submission(repo, f"submissions/{author}/1", OFFICIAL), ctx)
 
 
+@pytest.mark.slow
 def test_a_head_lifted_in_unused_directions_routes_alike_and_is_caught(board, make_submission):
     repo, features = board
     original = np.random.default_rng(5).normal(0, 0.1, OFFICIAL.head_shape)
@@ -73,6 +85,7 @@ def test_a_head_lifted_in_unused_directions_routes_alike_and_is_caught(board, ma
     assert gates(repo).passed
 
 
+@pytest.mark.slow
 def test_independent_heads_pass_with_the_basis(board, make_submission):
     repo, _ = board
     make_submission(repo, "bob", 1, seed=5)
@@ -80,6 +93,7 @@ def test_independent_heads_pass_with_the_basis(board, make_submission):
     assert gates(repo).passed
 
 
+@pytest.mark.slow
 def test_recorded_fingerprints_are_compared_on_the_same_basis(board):
     _, features = board
     basis = read_basis(board[0] / "leaderboard" / BASIS_FILE, MANIFEST, OFFICIAL)
@@ -95,6 +109,7 @@ def test_recorded_fingerprints_are_compared_on_the_same_basis(board):
     assert found[0] > OFFICIAL.duplicate_cosine and max(found[1:4]) < 0.9
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("spoil", "says"), [
     (lambda path: path.write_bytes(path.read_bytes()[:100]), "cannot be read"),
     (lambda path: write_basis(path, np.ones((2, OFFICIAL.hidden_size)), 2,
@@ -114,6 +129,7 @@ def test_a_spoilt_basis_fails_gate_3_closed(board, make_submission, spoil, says)
     assert "tinyrouter basis" in failed.reason
 
 
+@pytest.mark.slow
 def test_the_basis_keeps_what_the_features_use():
     features = public_features(used=24)
     directions = directions_of(features, OFFICIAL)
@@ -135,6 +151,7 @@ def bobs_attempt(repo, make_submission):
     return original, ctx, attempt_of(sub, run_gates(sub, ctx), ctx, 1)
 
 
+@pytest.mark.slow
 def test_a_recorded_head_keeps_its_energy_on_the_basis_and_gate_3_needs_no_projection(
         board, make_submission):
     """The gates record each head's energy on the committed basis with its fingerprint; gate 3
@@ -189,6 +206,7 @@ def test_a_recorded_head_keeps_its_energy_on_the_basis_and_gate_3_needs_no_proje
         assert "rotate" not in failed.reason
 
 
+@pytest.mark.slow
 def test_on_a_basis_the_log_keeps_the_projection_alone(board, make_submission):
     """With a basis, an attempt's line keeps the fingerprint's projection on it (float16, under
     1.8 KB a line), and gate 3 reads the same cosines from it as from the full weights."""
@@ -297,6 +315,7 @@ def season(board, make_submission):
     return repo, features, heads
 
 
+@pytest.mark.slow
 def test_the_record_step_keeps_an_index_that_gate_3_reads_as_it_reads_the_log(
         season, make_submission):
     """Each recorded attempt brings the index up to date; the gates then parse only the
@@ -333,6 +352,7 @@ def test_the_record_step_keeps_an_index_that_gate_3_reads_as_it_reads_the_log(
     assert report.passed_gate(3), report.failed
 
 
+@pytest.mark.slow
 def test_an_index_that_does_not_match_is_not_used_and_the_next_record_mends_it(
         season, make_submission, caplog):
     from evaluator import attempts_index

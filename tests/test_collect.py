@@ -53,6 +53,7 @@ def client_factory(url: str, ledger: Path | None = None, **options):
                                     ledger=Ledger(ledger) if ledger else None, **options)
 
 
+@pytest.mark.slow
 def test_every_model_answers_every_item_graded_and_ledgered(pool, tmp_path):
     sim, items, url = pool
     rows = answer_items(items, client_factory(url, tmp_path / "ledger.jsonl"), OFFICIAL,
@@ -72,6 +73,7 @@ def test_every_model_answers_every_item_graded_and_ledgered(pool, tmp_path):
     assert accuracy[POOL[0]] > accuracy[POOL[1]] > accuracy[POOL[2]]
 
 
+@pytest.mark.slow
 def test_batches_arrive_in_order_and_a_failure_keeps_finished_ones(pool):
     sim, items, url = pool
     saved: list[AnsweredItem] = []
@@ -96,6 +98,7 @@ ENDINGS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fault", "lines"), ENDINGS)
 def test_a_refused_or_truncated_answer_is_a_graded_row(pool, tmp_path, fault, lines):
     sim, items, url = pool

@@ -99,6 +99,7 @@ def test_the_improvement_is_calibrated_to_the_asked_advantage(demo):
     assert np.mean(deltas) == pytest.approx(advantage, abs=4 * np.std(deltas) / np.sqrt(150))
 
 
+@pytest.mark.slow
 def test_figures_follow_their_schema_and_the_seed(demo):
     first = fairness.figures(demo, OFFICIAL, TINY, seed=5)
     validate("fairness", first)
@@ -160,6 +161,7 @@ def test_the_crown_test_stops_chance_crowns_but_not_a_clear_improvement(demo):
     assert OFFICIAL.live_stages[0] <= better["live_items"] <= OFFICIAL.live_size
 
 
+@pytest.mark.slow
 def test_an_independent_re_run_of_the_king_gives_chance_more_to_work_with(demo):
     # the same equal pairs, hidden sets and partitions: re-running the king's live sessions
     # adds noise that sharing them takes away, so an equal challenger is crowned more often
@@ -202,6 +204,7 @@ def test_a_zero_rate_still_has_an_upper_bound_that_shrinks_with_trials():
     assert 0 < fairness.upper_bound(0.0, 6000) < fairness.upper_bound(0.0, 600) < 0.01
 
 
+@pytest.mark.slow
 def test_another_final_bar_is_priced_on_the_rules_own_trials(demo):
     """The looser bar sees the very trials the rules' rows ran, so it crowns every challenger
     they crown and more: the trade it shows is the bars', not Monte Carlo noise."""
@@ -246,6 +249,7 @@ def test_the_expected_share_of_differing_choices_is_what_the_heads_show(demo):
                                           abs=0.01)
 
 
+@pytest.mark.slow
 def test_the_command_prints_the_figures_and_writes_the_json(tmp_path, capsys):
     out = tmp_path / "fairness.json"
     assert main(["fairness", "--scale", "0.01", "--json", str(out)]) == 0
@@ -256,6 +260,7 @@ def test_the_command_prints_the_figures_and_writes_the_json(tmp_path, capsys):
     validate("fairness", json.loads(out.read_text()))
 
 
+@pytest.mark.slow
 def test_the_command_reads_matrix_files_and_refuses_bad_input(tmp_path, capsys):
     path = peer_file(tmp_path, "mmlu")
     assert main(["fairness", "--scale", "0.01", "--matrix", str(path), "--json", "-"]) == 0
@@ -270,6 +275,7 @@ def test_the_command_reads_matrix_files_and_refuses_bad_input(tmp_path, capsys):
     assert "names no 'benchmark'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not PEER.is_dir(), reason="peer correctness data not beside the checkout")
 def test_the_peer_data_runs(capsys):
     files = sorted(PEER.glob("oracle_matrix_*.json"))

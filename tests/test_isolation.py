@@ -323,6 +323,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv")
                                 reason="building a machine where bwrap is blocked needs root")
 
 
+@pytest.mark.slow
 @needs_root
 def test_bwrap_is_really_blocked_there(shared):
     shown = blocked_as_nobody(shared, ["runner", "check", "--only", "sandbox"], {})
@@ -330,6 +331,7 @@ def test_bwrap_is_really_blocked_there(shared):
     assert shown.returncode == 1
 
 
+@pytest.mark.slow
 @needs_root
 @pytest.mark.parametrize("command", ["grade", "collect", "seal", "evaluate"])
 def test_the_attack_meets_a_refusal_where_bwrap_cannot_start(shared, command):
@@ -366,6 +368,7 @@ def test_the_attack_meets_a_refusal_where_bwrap_cannot_start(shared, command):
         assert ("--unsandboxed" in shown) == (command in ("grade", "collect"))
 
 
+@pytest.mark.slow
 @needs_root
 def test_the_opt_in_is_what_lets_the_attack_through(shared):
     # the control: without the refusal the same answer, run the same way, steals the secret
@@ -379,6 +382,7 @@ def test_the_opt_in_is_what_lets_the_attack_through(shared):
     assert heard == [b"SECRET_PASSWORD=stolen"]
 
 
+@pytest.mark.slow
 @needs_root
 def test_as_an_unprivileged_runner_with_working_bubblewrap_the_attack_sees_nothing(shared):
     with listener() as (port, heard):

@@ -115,6 +115,7 @@ def test_the_memory_limit_binds(mode):
     assert run_program(source, "", FAST, mode).stdout == "refused\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_the_memory_limit_binds_the_whole_run_not_each_process(mode):
     share = (FAST.memory_mb * 2 // 5) << 20  # three of these do not fit under the cap
@@ -148,6 +149,7 @@ def test_with_a_cgroup_the_launcher_joins_it_before_the_program_runs(tmp_path, m
     assert (group / "cgroup.kill").read_text() == "1"  # whatever was left is killed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_the_cpu_limit_binds_before_the_wall_clock(mode):
     limits = dataclasses.replace(FAST, cpu_seconds=1, wall_seconds=20.0)
@@ -169,6 +171,7 @@ def test_the_file_size_and_open_file_limits_bind(mode):
 # Hostile programs -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_an_infinite_loop_is_stopped_by_the_wall_clock(mode):
     limits = dataclasses.replace(FAST, wall_seconds=1.0)
@@ -176,6 +179,7 @@ def test_an_infinite_loop_is_stopped_by_the_wall_clock(mode):
     assert result.timed_out and not result.ok
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_a_fork_bomb_is_contained_and_leaves_nothing(mode):
     marker = f"bomb-{uuid.uuid4().hex}"
@@ -303,6 +307,7 @@ def test_an_interpreter_outside_usr_brings_only_its_own_files(monkeypatch):
     assert result.stdout.split() == [sys.version.split()[0], "False", "False"], result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", [m for m in MODES if m == BUBBLEWRAP or os.geteuid() == 0])
 def test_detached_children_do_not_survive(mode):
     marker = f"detached-{uuid.uuid4().hex}"
@@ -399,6 +404,7 @@ def seen(result: sandbox.RunResult) -> tuple:
             result.output_truncated, result.isolation, result.caps)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(("source", "runs"), RUNS_ALIKE)
 def test_runs_in_one_sandbox_end_as_each_in_its_own(mode, source, runs):
@@ -491,6 +497,7 @@ print('hello')
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_a_run_cannot_open_trace_or_forge_the_runner(mode):
     (result,) = run_each(REACH_THE_RUNNER, [Run("")], FAST, mode)
@@ -502,6 +509,7 @@ def test_a_run_cannot_open_trace_or_forge_the_runner(mode):
         assert attacked.timed_out and after.ok and after.stdout == "hello\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("runner", "timed_out", "reason"), [
     ("import time\ntime.sleep(60)\n", True, "time limit exceeded"),  # never answers
     ("import sys\nsys.exit('runner broke')\n", False, "exit status 1: runner broke"),

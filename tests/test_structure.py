@@ -215,26 +215,32 @@ def _top_level_imports(path: Path) -> set[str]:
     return names
 
 
-def _loads_heavy(name: str, seen: set[str]) -> bool:
-    if name.split(".")[0] in COLLECTION_HEAVY:
-        return True
-    module = resolve(name) if name.startswith("evaluator") else None
-    parents = []
-    while module and module not in seen:  # a package's __init__ runs first
-        parents.append(module)
-        module = module.rpartition(".")[0] if "." in module else None
-    seen.update(parents)
-    return any(_loads_heavy(target, seen) for parent in parents
-               for target in _top_level_imports(MODULES[parent]))
-
-
 COLLECTION_HEAVY = ("torch", "transformers", "mkdocs")
+
+
+def _heavy_modules() -> set[str]:
+    """The package modules whose import imports a heavy library: through their own top-level
+    imports, a package module those reach, or their package's __init__ (which runs first)."""
+    imported = {name: _top_level_imports(path) for name, path in MODULES.items()}
+    heavy: set[str] = set()
+    while True:
+        grown = {name for name, names in imported.items() if name not in heavy and (
+            name.rpartition(".")[0] in heavy or any(_names_heavy(n, heavy) for n in names))}
+        if not grown:
+            return heavy
+        heavy |= grown
+
+
+def _names_heavy(name: str, heavy: set[str]) -> bool:
+    module = resolve(name) if name.startswith("evaluator") else None
+    return name.split(".")[0] in COLLECTION_HEAVY or module in heavy
 
 
 def test_collecting_the_suite_loads_no_heavy_library():
     """A test module imports torch, transformers or MkDocs inside its tests (or through
     tests/deferred.py), never at its top: collecting every test stays quick."""
     tests = PACKAGE.parent / "tests"
+    modules = _heavy_modules()
     heavy = sorted(str(path.relative_to(tests)) for path in tests.rglob("*.py")
-                   if any(_loads_heavy(name, set()) for name in _top_level_imports(path)))
+                   if any(_names_heavy(name, modules) for name in _top_level_imports(path)))
     assert heavy == []

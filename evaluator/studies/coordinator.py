@@ -38,15 +38,15 @@ PARSERS = {"coordinator": add_coordinator}
 
 
 def run(args: argparse.Namespace) -> int:
-    # torch loads only when a benchmark runs, so --help works on the core install
-    from evaluator.studies.forwards import BenchConfig
-    from evaluator.studies.forwards import run as bench
-
     for name in ("questions", "candidates", "tokens", "repeats"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name} must be at least 1")
     if args.activation_mib is not None and args.activation_mib < 0:
         raise UsageError("--activation-mib must not be negative")
+    # torch loads only when a benchmark runs, so --help and a refusal work on the core install
+    from evaluator.studies.forwards import BenchConfig
+    from evaluator.studies.forwards import run as bench
+
     budget = None if args.activation_mib is None else int(args.activation_mib * 1024**2)
     threads = args.threads or (1 if args.shape == "tiny" else None)
     if threads:

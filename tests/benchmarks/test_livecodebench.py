@@ -138,6 +138,7 @@ def test_an_output_that_breaks_the_comparison_fails_its_test(kind, stdout, expec
     assert result == verdict if verdict in (None, "wrong answer") else result.startswith(verdict)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("response", "reference", "correct"), [
     # stdin programs
     (fenced("n = int(input())\nprint(n * n)"), SQUARE, True),
@@ -203,6 +204,7 @@ ADD = {"tests": [{"input": "1\n2", "output": "3", "testtype": "functional"},
                {"input": "5\n5", "output": "10", "testtype": "functional"}], "fn_name": "add"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("program", "reference", "detail"), [
     # passing, and failing at the second test: wrong, crashing, out of time, flooding output
     ("n = int(input())\nprint(n * n)", SQUARE, "all 2 tests passed"),
@@ -379,6 +381,7 @@ def test_the_hub_is_read_at_the_pinned_commit_and_release(monkeypatch):
     assert pin.files[-1] == f"test{pin.release.removeprefix('release_v')}.jsonl"
 
 
+@pytest.mark.slow
 def test_the_fixture_items_grade_a_right_solution_correct():
     stdin_item, functional_item, reverse_item = LCB.load_upstream(str(FIXTURES))
     solutions = {stdin_item.id: "print(sum(map(int, input().split())))",
@@ -412,6 +415,7 @@ def test_a_row_in_another_schema_is_refused(tmp_path):
         LCB.load_upstream(str(tmp_path))
 
 
+@pytest.mark.slow
 def test_within_remembered_grades_a_program_met_again_is_graded_once(monkeypatch):
     from evaluator.benchmarks.livecodebench import remembered_grades
 

@@ -38,6 +38,7 @@ def test_extraction(response, extracted):
     assert extract_answer(response) == extracted
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("response", "reference", "correct"), [
     # fractions and decimals
     (r"\boxed{\frac{1}{2}}", "0.5", True),

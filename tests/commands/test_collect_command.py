@@ -76,6 +76,7 @@ def collect(world, *extra: str) -> int:
                       "--pool-url", world["url"], *extra)
 
 
+@pytest.mark.slow
 def test_seal_then_verify_through_the_pool(world, capsys):
     assert seal(world) == 0
     out = capsys.readouterr().out
@@ -93,6 +94,7 @@ def test_seal_then_verify_through_the_pool(world, capsys):
     assert all(item.id.startswith("private/") for item in opened["live"])
 
 
+@pytest.mark.slow
 def test_collect_is_resumable_ledgered_and_train_only(world, capsys):
     assert seal(world) == 0
     train_ids = load_manifest(world["repo"] / "leaderboard" / "manifest.json")[
@@ -110,6 +112,7 @@ def test_collect_is_resumable_ledgered_and_train_only(world, capsys):
     assert sorted(r.item.id for r in rows) == sorted(train_ids)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fault", "message"), [
     # the key is refused
     ("401", "HTTP 401"),
@@ -128,6 +131,7 @@ def test_a_failed_collect_keeps_finished_rows_and_resumes(world, capsys, fault, 
     assert len(read_answered(world["data"] / "mmlu.jsonl", world["rules"])) == 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "message", "code"), [
     # no manifest in the repo: nothing says which ids are public
     (["--repo", "elsewhere"], "no leaderboard/manifest.json", 1),
@@ -146,6 +150,7 @@ def test_collect_refuses_bad_requests(world, capsys, args, message, code):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_sealing_again_needs_force(world, capsys):
     assert seal(world) == 0
     assert seal(world) == 1

@@ -17,6 +17,7 @@ BENCH_FIELDS = ("naive_s", "cached_s", "batched_s", "prefix_s", "per_theta_naive
                 "svf_form_cached")
 
 
+@pytest.mark.slow
 def test_make_tiny_writes_a_checkpoint_and_its_rules(tmp_path, capsys):
     from evaluator.coordinator.encoder import load_encoder
 
@@ -28,6 +29,7 @@ def test_make_tiny_writes_a_checkpoint_and_its_rules(tmp_path, capsys):
     assert load_encoder(str(out), rules, "cpu").svf.count == 896
 
 
+@pytest.mark.slow
 def test_bench_tiny_reports_every_field(tmp_path, capsys):
     out = tmp_path / "bench.json"
     argv = ["dev", "coordinator", "--shape", "tiny", "-N", "3", "-K", "2", "-R", "1",
@@ -51,6 +53,7 @@ def test_bench_refuses_empty_runs(flag, capsys):
     assert f"{flag} must be at least 1" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_bench_batches_a_generation_within_the_given_budget(tmp_path):
     out = tmp_path / "bench.json"
     argv = ["dev", "coordinator", "-N", "2", "-K", "3", "-R", "1", "--activation-mib", "64",

@@ -111,6 +111,7 @@ def test_in_a_workflow_a_failing_gate_is_an_output_not_an_exit_code(pr_repo, tmp
     assert outputs.read_text() == "passed=false\n"
 
 
+@pytest.mark.slow
 def test_odd_file_names_fail_gate_0_through_the_real_command(repo, make_submission, tmp_path):
     folder = make_submission(repo, "alice", 1)
     (folder / os.fsdecode(b"\xffREADME.md")).write_bytes(b"x")
@@ -177,6 +178,7 @@ def test_preflight_runs_the_same_gates(repo, make_submission, capsys, monkeypatc
     assert "unexpected file(s) 'notes.txt'" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_hostile_file_through_the_real_command_has_no_traceback(repo, make_submission):
     folder = make_submission(repo, "alice", 1)
     (folder / "weights.safetensors").write_bytes((2**63).to_bytes(8, "little") + b"{}")

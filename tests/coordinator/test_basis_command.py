@@ -33,6 +33,7 @@ def season(tmp_path, tiny_path, tiny_rules):
     return hidden, repo, manifest, rules_file
 
 
+@pytest.mark.slow
 def test_basis_writes_what_gate_3_reads(season, tiny_rules, capsys):
     hidden, repo, manifest, rules_file = season
     assert main(["--competition", str(rules_file), "basis", "--benchmark-dir", str(hidden),

@@ -32,6 +32,7 @@ def test_loaded_encoder_is_frozen_fp32_on_cpu(encoder, tiny_rules):
     assert not encoder.model.training
 
 
+@pytest.mark.slow
 def test_make_tiny_is_deterministic_for_a_seed(tmp_path, tiny_path):
     again = tiny.make_tiny(tmp_path / "again", seed=0)
     other = tiny.make_tiny(tmp_path / "other", seed=1)
@@ -42,6 +43,7 @@ def test_make_tiny_is_deterministic_for_a_seed(tmp_path, tiny_path):
     assert width == tiny.TINY_CONFIG["hidden_size"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [8, 127])
 def test_make_tiny_builds_every_width_the_command_allows(tmp_path, width):
     # RoPE wants an even head size, so a width that is no multiple of 4 keeps fewer values
@@ -109,6 +111,7 @@ def test_features_are_unit_fp32_and_ignore_the_eos_position(encoder, make_transc
     assert torch.allclose(encoder.features_from_ids(ids), encoder.features_from_ids(other_last))
 
 
+@pytest.mark.slow
 def test_a_batch_gives_the_features_of_its_rows_one_by_one(encoder, make_transcripts, make_theta):
     import numpy as np
 

@@ -11,6 +11,8 @@ from deferred import deferred
 from evaluator.coordinator import head as routing
 from evaluator.errors import EncoderError, SubmissionError
 
+pytestmark = pytest.mark.slow  # each test encodes through the tiny model
+
 torch, prefix = deferred("torch"), deferred("evaluator.coordinator.prefix")
 encoder_module = deferred("evaluator.coordinator.encoder")
 

@@ -24,6 +24,7 @@ def test_theta_round_trips_through_head_and_scales(tiny_rules, make_theta):
     assert np.array_equal(head[1], theta[tiny_rules.hidden_size:2 * tiny_rules.hidden_size])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reuse", [False, True])
 def test_router_matches_the_cached_path(encoder, make_transcripts, make_theta, reuse):
     texts = make_transcripts(30, seed=4)
@@ -36,6 +37,7 @@ def test_router_matches_the_cached_path(encoder, make_transcripts, make_theta, r
     assert router.bind(theta)(texts) == cached
 
 
+@pytest.mark.slow
 def test_training_fitness_reads_the_same_logits_as_the_decisions(encoder, make_transcripts,
                                                                  make_theta):
     texts = make_transcripts(24, seed=5)
@@ -64,6 +66,7 @@ def test_probabilities_and_logits_agree(encoder, make_transcripts, make_theta):
     assert np.array_equal(p_models.argmax(axis=1), z[:, :3].argmax(axis=1))
 
 
+@pytest.mark.slow
 def test_sampling_is_reproducible_with_a_seed(encoder, make_transcripts, make_theta):
     texts = make_transcripts(50, seed=6)
     theta = make_theta(encoder.rules, np.random.default_rng(3), head_std=0.0)  # uniform softmax

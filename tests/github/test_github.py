@@ -446,6 +446,7 @@ def test_publish_keeps_untracked_data_such_as_the_copied_folder(remote, tmp_path
     assert "alice" not in remote.show("submissions")
 
 
+@pytest.mark.slow
 def test_publish_gives_up_after_bounded_tries(remote, tmp_path, monkeypatch):
     monkeypatch.setattr("evaluator.github.pushes._push", lambda *a: False)  # someone always first
     with pytest.raises(GitHubError, match="in 3 tries"):

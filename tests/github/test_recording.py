@@ -17,6 +17,8 @@ from evaluator.recording import EVALUATION_MARKER, Board
 from evaluator.records import HeadRef, Outcome
 from evaluator.rules import OFFICIAL
 
+pytestmark = pytest.mark.slow  # each test replays workflow jobs or encodes
+
 
 def scores(composite: float) -> dict:
     return {"cached_acc": 0.8, "audit_acc": 0.78, "live_acc": 0.7, "avg_turns": 2.0,

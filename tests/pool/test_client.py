@@ -116,6 +116,7 @@ def test_the_client_survives_each_fault(make_client, simulator, sleeps, tmp_path
     assert completion.cost_usd == pytest.approx(verify_ledger(path).total_cost_usd)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fault", "billed"), RECOVERABLE)
 def test_a_fault_that_persists_is_an_infrastructure_failure(make_client, simulator, sleeps,
                                                             tmp_path, fault, billed):

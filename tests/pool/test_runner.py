@@ -61,6 +61,7 @@ def test_the_answer_is_the_latest_worker_output(make_client, benchmark, corpus):
         assert trajectory.answer in (entry.right, entry.wrong)
 
 
+@pytest.mark.slow
 def test_a_thinker_first_lifts_live_accuracy(make_client, benchmark, corpus):
     geometry = [e for e in corpus if e.item.category == "geometry"]
     two_turns = dataclasses.replace(OFFICIAL, max_turns=2)
@@ -76,6 +77,7 @@ def test_a_thinker_first_lifts_live_accuracy(make_client, benchmark, corpus):
     assert accuracy(planned) > accuracy(alone)
 
 
+@pytest.mark.slow
 def test_token_and_cost_totals_match_the_ledger(make_client, benchmark, corpus, tmp_path):
     path = tmp_path / "ledger.jsonl"
     policy = fixed((QWEN, "Thinker"), (GEMINI, "Worker"), (DEEPSEEK, "Verifier"),

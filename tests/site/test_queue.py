@@ -157,6 +157,7 @@ def test_the_queue_page(built_sites):
     assert "No attempt has been settled yet" in empty
 
 
+@pytest.mark.slow
 def test_a_store_with_queue_events_shows_what_is_being_evaluated(tmp_path, make_state,
                                                                  monkeypatch):
     from evaluator.store import Store
@@ -173,6 +174,7 @@ def test_a_store_with_queue_events_shows_what_is_being_evaluated(tmp_path, make_
     assert "waiting for approval" in page  # the legend, now that the two can be told apart
 
 
+@pytest.mark.slow
 def test_a_store_without_queue_events_says_waiting_for_evaluation(tmp_path, make_state,
                                                                   monkeypatch):
     monkeypatch.delattr(Store, "queue_events", raising=False)
@@ -182,6 +184,7 @@ def test_a_store_without_queue_events_says_waiting_for_evaluation(tmp_path, make
     assert "being evaluated" not in page and "waiting for approval" not in page
 
 
+@pytest.mark.slow
 def test_a_failed_evaluation_shows_settled_with_its_reason_as_text(tmp_path, make_state,
                                                                   monkeypatch):
     board = make_state("busy")

@@ -52,6 +52,7 @@ def run(tmp_path):
     return trained_run(tmp_path / "experiments" / "r1")
 
 
+@pytest.mark.slow
 def test_pack_writes_a_submission_that_passes_preflight(run, repo, capsys):
     assert main(["pack", "--run-dir", str(run), "--miner-name", "alice",
                  "--repo", str(repo)]) == 0
@@ -93,6 +94,7 @@ def _committed(repo, folder):
     subprocess.run([*git, "commit", "-qm", "merged"], check=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("between", "expected"), [
     # a folder packed here and never submitted is replaced: the bot expects that generation
     (lambda repo, folder: None, "1"),
@@ -113,6 +115,7 @@ def test_packing_again_writes_the_generation_the_bot_expects(run, repo, between,
                      "--author", "alice"]) == 0
 
 
+@pytest.mark.slow
 def test_receipt_follows_the_ledger_head(run, repo):
     ledger = Ledger(run / "ledger.jsonl")
     ledger.append("deepseek-v4-flash", 10, 10, 0.08, "req-2")
@@ -177,6 +180,7 @@ def _long_history(tmp_path):
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("make_run", "login", "error", "message"), [
     # the run is not ready
     (_no_generation, "alice", TrainingError, "not finished a generation"),
@@ -202,6 +206,7 @@ def test_bad_input_leaves_nothing_in_submissions(tmp_path, repo, make_run, login
     assert list((repo / "submissions").rglob("*")) == []
 
 
+@pytest.mark.slow
 def test_bad_login_on_the_command_line_exits_1(run, repo, capsys):
     assert main(["pack", "--run-dir", str(run), "--miner-name", "bad/name",
                  "--repo", str(repo)]) == 1
@@ -224,6 +229,7 @@ def test_readme_shows_the_fitness_curve():
     assert "| 24 |" in readme  # the last generation is always shown
 
 
+@pytest.mark.slow
 def test_readme_reads_well_as_text_with_a_score_without_a_king(run, repo):
     score = {"weights_sha256": sha256_file(run / "best.safetensors"), "benchmarks": ["mmlu"],
              "per_benchmark": {"mmlu": {"rows": 4, "cached_acc": 0.5, "cached_ci95": [0.2, 0.8],
