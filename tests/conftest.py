@@ -4,8 +4,11 @@ the tiny encoder, built once per run whatever the number of workers."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
+import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +60,61 @@ def pytest_runtest_setup(item):
 
         if not torch.cuda.is_available():
             pytest.skip("needs a CUDA device")
+
+
+# What each run measured, written when it ends (the README points here, never at numbers)
+TIMES_FILE = ROOT / "test-artifacts" / "suite-times.json"
+LANES = ("e2e", "studies", "slow")  # a test counts in the first of these it is marked with
+
+
+class _Times:
+    """Wall time of the run, and per lane the tests and the seconds they took (setup, call
+    and teardown, summed over the workers), with the slowest tests outside the e2e lane."""
+
+    def __init__(self) -> None:
+        self.start, self.seconds, self.tests = time.monotonic(), Counter(), Counter()
+        self.by_test: Counter[str] = Counter()
+        self.lane: dict[str, str] = {}
+
+    def add(self, report) -> None:
+        lane = next((name for name in LANES if name in report.keywords), "quick")
+        self.seconds[lane] += report.duration
+        self.by_test[report.nodeid] += report.duration
+        self.lane[report.nodeid] = lane
+        if report.when == "call":
+            self.tests[lane] += 1
+
+    def write(self, config) -> None:
+        slowest = [{"test": test, "seconds": round(seconds, 2), "lane": self.lane[test]}
+                   for test, seconds in self.by_test.most_common() if self.lane[test] != "e2e"]
+        TIMES_FILE.parent.mkdir(parents=True, exist_ok=True)
+        TIMES_FILE.write_text(json.dumps({
+            "args": config.invocation_params.args, "workers": config.getoption("numprocesses",
+                                                                                None),
+            "wall_seconds": round(time.monotonic() - self.start, 1),
+            "lanes": {lane: {"tests": self.tests[lane], "seconds": round(self.seconds[lane], 1)}
+                      for lane in (*LANES, "quick") if self.tests[lane]},
+            "slowest_outside_e2e": slowest[:25]}, indent=2, default=str) + "\n",
+            encoding="utf-8")
+
+
+_TIMES: list[_Times] = []  # the run's, in the process that runs the workers (or the tests)
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):
+        _TIMES.append(_Times())
+
+
+def pytest_runtest_logreport(report):
+    for times in _TIMES:
+        times.add(report)
+
+
+def pytest_sessionfinish(session):
+    if not session.config.option.collectonly:
+        for times in _TIMES:
+            times.write(session.config)
 
 
 def _builds_once_per_module(path: Path) -> bool:
@@ -160,10 +218,11 @@ def _no_secret_outlives_a_test():
     vault.forget()
 
 
-def shared_folder(factory: pytest.TempPathFactory, name: str, build) -> Path:
+def shared_folder(config: pytest.Config, factory: pytest.TempPathFactory, name: str,
+                  build) -> Path:
     """`build(path)` run once per test run: every parallel worker gets the same folder."""
     root = factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if hasattr(config, "workerinput"):  # a parallel worker (not a run it started itself)
         root = root.parent  # the run's base folder, above each worker's own
     folder = root / name
     with open(root / f"{name}.lock", "w") as lock:
@@ -177,11 +236,12 @@ def shared_folder(factory: pytest.TempPathFactory, name: str, build) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_path(tmp_path_factory) -> Path:
+def tiny_path(pytestconfig, tmp_path_factory) -> Path:
     """The tiny Qwen3 checkpoint (seed 0), read-only for every test that encodes."""
     from evaluator.coordinator.tiny import make_tiny
 
-    return shared_folder(tmp_path_factory, "tiny-encoder", lambda path: make_tiny(path, seed=0))
+    return shared_folder(pytestconfig, tmp_path_factory, "tiny-encoder",
+                         lambda path: make_tiny(path, seed=0))
 
 
 @pytest.fixture(scope="session")

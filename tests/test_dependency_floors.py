@@ -28,7 +28,7 @@ PROBE = """\
 import json, sys, pytest
 mods = {name: __import__(name) for name in sys.argv[1:]}
 print(json.dumps({n: [m.__version__, m.__file__] for n, m in mods.items()}), flush=True)
-sys.exit(pytest.main(["-q", "tests/coordinator", "-p", "no:cacheprovider"]))
+sys.exit(pytest.main(["-q", "-n0", "tests/coordinator", "-p", "no:cacheprovider"]))
 """
 
 
