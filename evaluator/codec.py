@@ -19,7 +19,6 @@ may name top-level keys its reader skips in `JSON_IGNORED` (a format version, a 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 import types
 import typing
@@ -137,11 +136,6 @@ class _Wrong(Exception):
 
 def decode(cls: type[R], data: Any, strict: bool = True, where: str = "") -> R:
     """The record of class `cls` that `data` holds (see the module docstring)."""
-    read = _fast(cls)
-    if read is not None and type(data) is dict:
-        record = read(data, strict)
-        if record is not _SLOW:
-            return record
     if not isinstance(data, dict):
         raise LeaderboardError(f"{where or cls.__name__} should be a JSON object, not "
                                f"{type(data).__name__}")
@@ -170,104 +164,6 @@ def decode(cls: type[R], data: Any, strict: bool = True, where: str = "") -> R:
         return cls(**values)
     except (TypeError, ValueError) as exc:
         raise LeaderboardError(f"{where or cls.__name__}: {exc}") from exc
-
-
-# ---------------------------------------------------------------- the fast path
-#
-# A season's attempts log is read on every gates run, so a record whose every value is
-# already of its field's type is read by a function written once per class from its fields
-# (as dataclasses writes __init__): per field its key path, a type test and its default.
-# Anything else (a missing required field, a value of another type or not finite, an unknown
-# key when strict, a record that refuses its values) goes to `decode`'s general reader,
-# which gives the same record or the error. The function's source is made of the record's
-# own field names and keys, never of the data it reads.
-
-_SLOW = object()  # the fast path's "not this one"
-_ABSENT = object()
-_TESTS = {str: "isinstance(v, str)", int: "type(v) is int", bool: "type(v) is bool",
-          float: "type(v) is float and isfinite(v)"}
-
-
-def _field_lines(i: int, slot: Slot, env: dict[str, Any]) -> list[str] | None:
-    """Source lines that set v{i} from `data` or return SLOW; None when the field's type is one
-    only the general reader handles."""
-    lines = [f"v = data.get({slot.path[0]!r}, ABSENT)"]
-    lines += [f"v = v.get({part!r}, ABSENT) if type(v) is dict else ABSENT"
-              for part in slot.path[1:]]
-    if slot.default is MISSING:
-        lines += ["if v is ABSENT:", "    return SLOW"]
-    else:
-        env[f"default_{i}"] = slot.default
-        lines += ["if v is ABSENT:", f"    v = default_{i}()"]
-    if slot.optional:
-        lines += ["elif v is None:", "    pass"]
-    base = _origin(slot.kind)
-    if slot.kind is Any:
-        pass
-    elif base in _TESTS:
-        lines += [f"elif not ({_TESTS[base]}):", "    return SLOW"]
-    elif _is_enum(base):
-        env[f"members_{i}"] = base._value2member_map_
-        lines += [f"elif type(v) is str and v in members_{i}:", f"    v = members_{i}[v]",
-                  "else:", "    return SLOW"]
-    elif dataclasses.is_dataclass(base) and _fast(base) is not None:
-        # as the general reader: a nested record's unknown keys are ignored when lenient
-        env[f"nested_{i}"], env[f"inner_{i}"] = _fast(base), _keys(base)[0]
-        lines += ["elif type(v) is not dict:", "    return SLOW", "else:",
-                  f"    v = nested_{i}(v if strict or v.keys() <= inner_{i} else "
-                  f"{{k: x for k, x in v.items() if k in inner_{i}}}, True)",
-                  "    if v is SLOW:", "        return SLOW"]
-    else:
-        return None
-    return [*lines, f"v{i} = v"]
-
-
-@cache
-def _fast(cls: type) -> Any:
-    """`read(data, strict)` for `cls`: its record, or SLOW when the general reader must
-    decide; None when a field's type is one only the general reader handles."""
-    known, inner = _keys(cls)
-    env: dict[str, Any] = {"ABSENT": _ABSENT, "SLOW": _SLOW, "isfinite": math.isfinite,
-                           "cls": cls, "known": known, "inner": inner}
-    body = ["if strict and not data.keys() <= known:", "    return SLOW",
-            "for root, keys in inner.items() if strict else ():",
-            "    if root in data and not (type(data[root]) is dict"
-            " and data[root].keys() <= keys):",
-            "        return SLOW"]
-    names = []
-    for i, slot in enumerate(slots(cls)):
-        lines = _field_lines(i, slot, env)
-        if lines is None:
-            return None
-        body += lines
-        names.append(f"{slot.name}=v{i}")
-    if _plain_init(cls):  # the generated __init__ would only set the fields, one by one
-        env["new"], env["post"] = object.__new__, getattr(cls, "__post_init__", None)
-        body += ["record = new(cls)", f"record.__dict__.update({', '.join(names)})",
-                 "if post is not None:", "    try:", "        post(record)",
-                 "    except (TypeError, ValueError):", "        return SLOW",
-                 "return record"]
-    else:
-        body += ["try:", f"    return cls({', '.join(names)})",
-                 "except (TypeError, ValueError):", "    return SLOW"]
-    source = "def read(data, strict):\n" + "".join(f"    {line}\n" for line in body)
-    exec(compile(source, f"<the codec of {cls.__name__}>", "exec"), env)
-    return env["read"]
-
-
-def _plain_init(cls: type) -> bool:
-    """Whether `cls`'s __init__ is the one dataclasses wrote, every field an init argument
-    and none kept in slots: then setting the fields' values and running __post_init__ makes
-    the same record (a frozen record's __init__ sets each through object.__setattr__, which
-    costs more than the rest of reading it)."""
-    init = getattr(cls.__init__, "__code__", None)
-    names = [f.name for f in dataclasses.fields(cls)]
-    return (init is not None and init.co_filename == "<string>"
-            and list(inspect.signature(cls.__init__).parameters)[1:] == names  # no InitVar
-            and all(f.init for f in dataclasses.fields(cls))
-            and not any("__slots__" in vars(c) for c in cls.__mro__)
-            and cls.__new__ is object.__new__
-            and (cls.__dataclass_params__.frozen or cls.__setattr__ is object.__setattr__))
 
 
 @cache

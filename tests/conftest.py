@@ -172,6 +172,7 @@ def receipt_fields(**overrides) -> dict:
         "total_cost_usd": 1.25,
         "ledger_head": "ab" * 32,
         "init_weights_sha256": None,
+        "held_out": None,
         "tinyrouter_version": "0.1.0",
         "created_at": "2026-11-28T10:00:00Z",
     }

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import codec
 from evaluator.codec import decode
 from evaluator.errors import LeaderboardError
 from evaluator.files import dumps
@@ -176,26 +175,6 @@ def _outcome(cls, data, strict):
         return str(exc)
 
 
-FIXTURE_ROWS = [(cls, json.loads(FIXTURE.read_text("utf-8"))[key])
-                for cls, key in ((Attempt, "Attempt.seen"), (King, "King"),
-                                 (Result, "Result.king.public"), (Crowning, "Crowning"))]
-TABLE_ROWS = [(cls, data) for cls, data, _ in
-              test_strict_reading_refuses_and_names_the_field.pytestmark[0].args[1]] + \
-             [(cls, data) for cls, data, _ in
-              test_lenient_reading_shows_what_a_file_holds.pytestmark[0].args[1]]
-
-
-@pytest.mark.parametrize("strict", [True, False])
-@pytest.mark.parametrize(("cls", "data"), FIXTURE_ROWS + TABLE_ROWS)
-def test_the_fast_reader_reads_as_the_general_one(cls, data, strict, monkeypatch):
-    """A record whose values are all of their fields' types is read by a function written for
-    its class; every row above reads the same, or is refused in the same words, without it."""
-    assert codec._fast(Attempt) is not None  # the gates read a season of these
-    fast = _outcome(cls, data, strict)
-    monkeypatch.setattr(codec, "_fast", lambda cls: None)
-    assert fast == _outcome(cls, data, strict)
-
-
 def test_the_identity_is_defined_once():
     identity = ("miner", "generation", "pr", "head_sha")
     for cls in (Attempt, HeadRecord, Result, King, Crowning):
@@ -212,45 +191,12 @@ def test_an_outcome_is_its_text_on_disk():
 
 
 @dataclasses.dataclass(frozen=True)
-class Doubled:
-    """A record whose __init__ takes more than its fields (an InitVar): built the normal way."""
-
-    x: int
-    factor: dataclasses.InitVar[int] = 2
-
-    def __post_init__(self, factor: int) -> None:
-        object.__setattr__(self, "x", self.x * factor)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Slotted:
-    x: int
-
-
-@dataclasses.dataclass(frozen=True)
-class SlottedChild(Slotted):
-    y: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
 class Checked:
     x: int
 
     def __post_init__(self) -> None:
         if self.x < 0:
             raise ValueError("x must not be negative")
-
-
-@pytest.mark.parametrize(("cls", "data", "expected"), [
-    (Doubled, {"x": 3}, Doubled(3)),
-    (SlottedChild, {"x": 1, "y": 2}, SlottedChild(1, 2)),
-    (Checked, {"x": 4}, Checked(4)),
-])
-def test_a_record_read_fast_is_the_one_its_constructor_makes(cls, data, expected):
-    read = decode(cls, data)
-    assert read == expected
-    assert getattr(read, "__dict__", None) == getattr(expected, "__dict__", None)
-    assert Doubled(3).x == 6  # what the fast path would miss: __init__'s own argument
 
 
 def test_a_record_that_refuses_its_values_is_refused_when_read():
