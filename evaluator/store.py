@@ -12,6 +12,8 @@ Layout, relative to the repository root:
     leaderboard/results/<miner>/<generation>.json  the decisive public result of a submission
     leaderboard/results/<miner>/<generation>.<void|stale|withdrawn>.<time>.json  an evaluation
                                                  that decided nothing for the generation
+    leaderboard/revealed/                        a retired season in the open (`reveal
+                                                 --season`, read by `replay`: evaluator/replay.py)
 
 `Store` reads strictly by default: a file that is not JSON, breaks its JSON Schema or holds a
 field the records' codec refuses is a `LeaderboardError` naming it. `Store(..., lenient=True)`
@@ -69,6 +71,7 @@ SUBMISSIONS_DIR = "submissions"
 LEADERBOARD_DIR = "leaderboard"
 MANIFEST_FILE, KING_FILE, HISTORY_FILE = "manifest.json", "king.json", "history.json"
 ATTEMPTS_FILE, QUEUE_FILE, RESULTS_DIR = "attempts.jsonl", "queue.jsonl", "results"
+REVEALED_DIR = "revealed"
 MANIFEST_PATH = PurePosixPath(LEADERBOARD_DIR, MANIFEST_FILE)
 SCHEMA_FILES = {"result": "result.schema.json", "king": "king.schema.json",
                 "history": "history.schema.json", "attempt": "attempt.schema.json",
