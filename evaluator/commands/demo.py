@@ -295,6 +295,14 @@ def fairness(ws: Workspace) -> None:
                "--json", Store(ws.repo).root / "fairness.json")
 
 
+def retire(ws: Workspace) -> None:
+    """The season ends: its splits and the verdicts' private records are published beside the
+    leaderboard, and every verdict is replayed from those files alone."""
+    tinyrouter(ws, "reveal", "--season", "--dir", ws.hidden, "--records", ws.private,
+               "--repo", ws.repo)
+    tinyrouter(ws, "replay", "--repo", ws.repo)
+
+
 def build_site(ws: Workspace) -> None:
     tinyrouter(ws, "site", "build", "--leaderboard", Store(ws.repo).root, "--out", ws.site,
                "--demo")
@@ -346,6 +354,7 @@ STAGES: tuple[Stage, ...] = (
     ("a copier submits the king's head with its role rows permuted", copy_the_king),
     ("a memoriser fits every public item outside the train ids and is evaluated", memorise),
     ("simulate the fairness figures (a quick run)", fairness),
+    ("retire the season: reveal it, then replay every verdict from the published files", retire),
     ("build the leaderboard site", build_site),
     ("leave a script to practise the miner's path here", leave_practise),
 )
@@ -395,7 +404,7 @@ def add_demo(p: argparse.ArgumentParser) -> None:
     p.description = ("Build a tiny Qwen3, serve a simulated pool on 127.0.0.1, seal a demo hidden "
                      "benchmark, train and pack two miners, run the gates, evaluate both, update "
                      "the leaderboard, let a copier try the king's head, simulate the fairness "
-                     "figures and build the site.")
+                     "figures, retire the season and replay its verdicts, and build the site.")
     p.add_argument("--workdir", type=Path, default=Path("demo"),
                    help="fresh workspace (an earlier demo there is replaced)")
     p.add_argument("--fast", action="store_true", help="fewer training generations (CI)")

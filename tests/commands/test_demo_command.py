@@ -171,13 +171,43 @@ def test_no_plaintext_hidden_data_is_left_in_the_workspace(demo):
     prompts = {(row.item if isinstance(row, AnsweredItem) else row).prompt
                for splits in sets.values() for rows in splits.values() for row in rows}
     assert len(prompts) == sum(len(rows) for s in sets.values() for rows in s.values())
+    # the retired season is in the open beside the leaderboard, and only there
+    revealed = demo / "repo" / "leaderboard" / "revealed"
+    assert any(p in (revealed / "math500.pool.json").read_text(encoding="utf-8")
+               for p in prompts)
     for path in demo.rglob("*"):
         # the memoriser collected the public items the pool is drawn from: that is its attack
-        if path.is_file() and path.parent != demo / "hidden" and \
-                demo / "memoriser" not in path.parents and path.stat().st_size < 50_000_000:
+        if path.is_file() and path.parent != demo / "hidden" and revealed not in path.parents \
+                and demo / "memoriser" not in path.parents and path.stat().st_size < 50_000_000:
             text = path.read_bytes().decode("utf-8", errors="ignore")
             leaked = [p for p in prompts if p in text]
             assert not leaked, f"{path.relative_to(demo)} holds a hidden question"
+
+
+def test_the_retired_season_replays_and_a_changed_grade_is_named(demo, tmp_path, capsys):
+    """Every verdict of the demo's season re-derived from the files `reveal --season` left
+    beside the leaderboard; one published grade changed, and replay names it."""
+    import shutil
+
+    repo, competition = demo / "repo", ["--competition", str(demo / "competition.json")]
+    capsys.readouterr()
+    assert main([*competition, "replay", "--repo", str(repo)]) == 0
+    out = capsys.readouterr().out
+    results = [read(p) for p in (repo / "leaderboard" / "results").glob("*/1.json")]
+    replayable = [r for r in results if r["partition_commitment"] is not None]
+    assert f"{len(replayable)} of {len(replayable)} verdict(s) reproduced exactly" in out
+    assert {"alice", "bob", "mnemo"} <= {r["miner"] for r in replayable}
+
+    revealed = shutil.copytree(repo / "leaderboard" / "revealed", tmp_path / "revealed")
+    path = revealed / "evaluations" / "alice" / "1.json"
+    record = read(path)
+    row = record["challenger"]["items"]["mmlu"]["eval"][0]
+    row["correct"] = not row["correct"]
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert main([*competition, "replay", "--repo", str(repo), "--revealed", str(revealed)]) == 1
+    out = capsys.readouterr().out
+    assert (f"alice generation 1 (PR 1): king, NOT reproduced: the challenger: mmlu eval item "
+            f"{row['id']}, the cached answer of {row['model']}") in out
 
 
 def test_rerunning_replaces_an_earlier_demo_but_not_other_folders(tmp_path):
