@@ -282,7 +282,16 @@ def test_the_demo_board_in_a_browser(demo):
     desktop and a phone width (no console error, no request to another host, charts loaded and
     readable, nothing wider than the screen outside a scroll box that says so), every verdict
     legible on a phone, and the router card's "where it gains" from public figures."""
-    from browsing import SCHEMES, WIDTHS, Visitor, chromium, king_card, phone_verdicts, serving
+    from browsing import (
+        SCHEMES,
+        WIDTHS,
+        Visitor,
+        chromium,
+        king_card,
+        leaderboard_rows,
+        phone_verdicts,
+        serving,
+    )
 
     site = demo / "site"
     pages = sorted(p.parent.relative_to(site).as_posix() for p in site.rglob("index.html"))
@@ -297,6 +306,10 @@ def test_the_demo_board_in_a_browser(demo):
                     assert "demo" in page.locator(".md-banner").inner_text().lower(), path
                     guest.check(f"demo-{path.replace('/', '-').strip('.-') or 'home'}")
                     guest.close()
+        for width in WIDTHS:  # the retired season's table, filled in by the replay
+            guest = Visitor(browser, base, "light", width)
+            leaderboard_rows(guest, site, "demo")
+            guest.close()
         guest = Visitor(browser, base, "dark", "phone")
         phone_verdicts(guest, site, "demo")
         card = guest.visit(king_card(site)).locator("article").inner_text()

@@ -245,3 +245,43 @@ def test_reveal_refuses_a_season_with_a_verdict_whose_record_is_missing(board, c
 def test_replay_without_a_revealed_season_says_how_to_publish_one(board, capsys):
     assert tinyrouter(board, "replay", "--repo", board["repo"]) == 1
     assert "reveal --season" in capsys.readouterr().err
+
+
+def test_the_board_fills_in_from_the_replay(board):
+    """Before the season retires a loser's row shows its rounded composite only; once it is
+    revealed, every row shows what the replay re-derived, and a verdict that is not reproduced
+    keeps its published figures and says so."""
+    from evaluator.site.board import head_rows, replays
+    from evaluator.site.state import load_state
+
+    leaderboard = Store(board["repo"]).root
+
+    def rows():
+        state = load_state(leaderboard)
+        return {row.miner: row for row in head_rows(state, RULES, replays(state, RULES))}
+
+    before = rows()
+    assert before["carol"].figures == "hidden" and before["carol"].cached_acc is None
+    assert before["bob"].figures == "published" and before["bob"].cached_acc is not None
+    assert tinyrouter(board, "reveal", "--season", "--dir", board["sealed"], "--records",
+                      board["private"], "--repo", board["repo"]) == 0
+    after = rows()
+    carol = Result.from_dict(json.loads(
+        (leaderboard / "revealed/evaluations/carol/1.json").read_text()))
+    assert after["carol"].figures == "replayed" and after["carol"].places == 4
+    assert after["carol"].composite == carol.composite != before["carol"].composite
+    assert after["carol"].cached_acc == pytest.approx(
+        sum(s.cached_acc for s in carol.per_benchmark.values()) / 3)
+    assert after["carol"].cost_per_1k_usd == pytest.approx(
+        1000 * carol.challenger_run.live_cost_usd / (3 * RULES.live_size))
+    # bob dethroned alice and carol fell far behind bob: one place each
+    assert [(after[m].rank_best, after[m].rank_worst) for m in ("bob", "alice", "carol")] == [
+        (1, 1), (2, 3), (2, 3)]
+
+    path = leaderboard / "revealed/evaluations/carol/1.json"
+    record = json.loads(path.read_text())
+    record["challenger"]["items"]["mmlu"]["live"][0]["n_turns"] += 1
+    path.write_text(json.dumps(record))
+    tampered = rows()["carol"]
+    assert tampered.figures == "not reproduced" and tampered.cached_acc is None
+    assert tampered.composite == before["carol"].composite
