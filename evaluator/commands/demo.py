@@ -15,11 +15,11 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 from evaluator import isolation
 from evaluator.baselines import gap_closed
@@ -296,8 +296,7 @@ def fairness(ws: Workspace) -> None:
 
 
 def retire(ws: Workspace) -> None:
-    """The season ends: its splits and the verdicts' private records are published beside the
-    leaderboard, and every verdict is replayed from those files alone."""
+    """The season ends: revealed beside the leaderboard, then each verdict replayed from it."""
     tinyrouter(ws, "reveal", "--season", "--dir", ws.hidden, "--records", ws.private,
                "--repo", ws.repo)
     tinyrouter(ws, "replay", "--repo", ws.repo)
@@ -360,20 +359,6 @@ STAGES: tuple[Stage, ...] = (
 )
 
 
-@contextmanager
-def demo_secrets():
-    saved = {k: os.environ.get(k) for k in ("BENCHMARK_PASSWORD", "BENCHMARK_SEED")}
-    os.environ.update(BENCHMARK_PASSWORD=DEMO_PASSWORD, BENCHMARK_SEED=DEMO_SEED)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def run_demo(root: Path, fast: bool = False,
              progress: Callable[[int, int, str], None] | None = None,
              stages: Sequence[Stage] = STAGES,
@@ -385,8 +370,10 @@ def run_demo(root: Path, fast: bool = False,
     torch.set_num_threads(1)  # the tiny encoder's matrices are too small to share between cores
     prepare(root)
     ws = Workspace(root.resolve(), fast=fast)
-    # the simulator answers a question asked again with the same program: graded once
-    with (demo_secrets(), remembered_grades(),
+    # the demo's secrets for the run (the environment restored after); the simulator answers
+    # a question asked again with the same program: graded once
+    with (patch.dict(os.environ, BENCHMARK_PASSWORD=DEMO_PASSWORD, BENCHMARK_SEED=DEMO_SEED),
+          remembered_grades(),
           serve_simulator(bundled_simulator(OFFICIAL, seed=0)) as base_url):
         ws.pool_url = base_url
         for number, (title, stage) in enumerate(stages, 1):
