@@ -30,7 +30,7 @@ from evaluator.commands.evaluate import PRIVATE_DIR_ENV
 from evaluator.errors import BenchmarkError, UsageError
 from evaluator.files import write_json
 from evaluator.rules import SEALED_SPLITS, Competition
-from evaluator.store import MANIFEST_PATH, REVEALED_DIR, Store, read_json
+from evaluator.store import MANIFEST_PATH, REVEALED_DIR, Store, read_json, validate
 from evaluator.train.data import LEDGER_FILE
 from evaluator.types import AnsweredItem, Item
 
@@ -211,7 +211,10 @@ def reveal_season_command(args: argparse.Namespace) -> int:
     manifest = store.manifest()
     if manifest is None:
         raise UsageError(f"{args.repo} has no {MANIFEST_PATH}: the season's manifest")
-    published = [read_json(path) for path in store.result_files()]
+    paths = store.result_files()
+    published = [read_json(path) for path in paths]
+    for path, data in zip(paths, published, strict=True):
+        validate("result", data, store.relative(path))  # names from a file become paths
     out = store.file(REVEALED_DIR)
     splits, records = reveal_season(out, _directory(args.dir, "--dir"), password_from_env(),
                                     args.records, published, manifest, args.rules)
