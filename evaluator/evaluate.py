@@ -128,13 +128,15 @@ class HeadRun:
                           items=items)
 
     @classmethod
-    def of_record(cls, items: Mapping[str, Any],
-                  best: Mapping[str, dict[str, list[bool]]]) -> HeadRun:
+    def of_record(cls, items: Mapping[str, Any], best: Mapping[str, dict[str, list[bool]]],
+                  rules: Competition) -> HeadRun:
         """The run `record` kept, read back (what the verdict needs again, after its season:
-        see evaluator/replay.py); `best`: each benchmark's best single model's grades on the
+        see evaluator/replay.py), in the rules' order of benchmarks as it was measured (its
+        cost is a sum of floats); `best`: each benchmark's best single model's grades on the
         same items, which the record does not keep (the revealed pool holds them)."""
-        run = cls(best={bench: dict(splits) for bench, splits in best.items()})
-        for bench, splits in items.items():
+        run = cls(best={bench: dict(best[bench]) for bench in rules.benchmarks})
+        for bench in rules.benchmarks:
+            splits = items[bench]
             cached = [split for split in CACHED_SETS if split in splits]
             run.ids[bench] = {split: [row["id"] for row in splits[split]] for split in cached}
             run.decisions[bench] = {split: [Decision(row["model"], row["role"])

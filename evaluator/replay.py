@@ -270,7 +270,7 @@ def _rederive(published: Result, record: Result | None, sets: Mapping[str, Any],
         raise _Stop(Difference(ITEMS, "live questions per benchmark",
                                "the same whole live stages for both heads",
                                f"{', '.join(map(str, sorted(played)))} of them"))
-    mine, *rest = (HeadRun.of_record(head.items, graded) for head in runs)
+    mine, *rest = (HeadRun.of_record(head.items, graded, rules) for head in runs)
     theirs = rest[0] if rest else None
     stage = ends.index(len(runs[0].items[rules.benchmarks[0]][LIVE_SPLIT]))
     stamp = Stamp(_contender(published), parse_time(published.evaluated_at),

@@ -4,6 +4,7 @@ verdict re-derived from the published files exactly, and each kind of tampering 
 import copy
 import dataclasses
 import json
+import zlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -24,6 +25,7 @@ from evaluation_fakes import (
 
 from evaluator import cli
 from evaluator.evaluate import evaluate
+from evaluator.files import dumps
 from evaluator.leaderboard import apply_result
 from evaluator.records import Partition, Result
 from evaluator.replay import (
@@ -46,13 +48,23 @@ PASSWORD = "correct horse battery staple"
 HEADS = (("alice", ALWAYS_0, None), ("bob", SMART, "alice"), ("carol", ALWAYS_2, "bob"))
 
 
+class VariedPool(FakePool):
+    """Each session costs its own amount, as real ones do (a record's cost is a sum of floats,
+    which replay must add in the order the evaluation did)."""
+
+    def __call__(self, bench, items, policy):
+        return [dataclasses.replace(o, cost_usd=o.cost_usd * (1 + zlib.crc32(o.item_id.encode())
+                                                              % 97 / 31))
+                for o in super().__call__(bench, items, policy)]
+
+
 def play_season(sets, rules=RULES):
     """Each head evaluated in turn against the reigning one: the private records, in order."""
     heads, records = {}, []
     for number, (login, route, king) in enumerate(HEADS):
         heads[login] = contender(route, miner=login, pr=number + 1)
         drawn = DRAWN if number == 0 else Partition.draw()
-        records.append(evaluate(heads[login], heads.get(king), sets, LinearRouter(), FakePool(),
+        records.append(evaluate(heads[login], heads.get(king), sets, LinearRouter(), VariedPool(),
                                 rules, now=T0 + timedelta(days=number),
                                 manifest_hash="f" * 64, drawn=drawn))
     return records
@@ -62,8 +74,8 @@ def revealed(records, sets) -> Season:
     """The season as `reveal --season` publishes it: the splits' rows and each private record."""
     rows = {bench: {split: [r.to_dict() for r in items] for split, items in splits.items()}
             for bench, splits in sets.items()}
-    return Season(rows, {(*r.key, r.evaluated_at): Result.from_dict(r.private(PRECISION))
-                         for r in records})
+    return Season(rows, {(*r.key, r.evaluated_at): Result.from_dict(json.loads(dumps(
+        r.private(PRECISION)))) for r in records})  # as written: its keys sorted
 
 
 def published(record: Result) -> Result:
