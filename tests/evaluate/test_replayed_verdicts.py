@@ -231,6 +231,14 @@ def test_reveal_the_season_then_replay_it(board, capsys):
     out = capsys.readouterr().out
     assert "3 of 3 verdict(s) reproduced exactly" in out
     assert "carol generation 1 (PR 3): lost (composite 0." in out and ", z -" in out
+    # an archived season replays from its own folder, manifest included
+    archive = board["repo"] / "leaderboard" / "seasons" / "1"
+    archive.mkdir(parents=True)
+    for name in ("results", "results.sha256", "revealed", "manifest.json"):
+        (board["repo"] / "leaderboard" / name).rename(archive / name)
+    assert tinyrouter(board, "replay", "--leaderboard", archive) == 0
+    assert "3 of 3 verdict(s) reproduced exactly" in capsys.readouterr().out
+    folder = archive / "revealed"
 
     # one grade changed in a published record: named, and the command fails
     path = folder / "evaluations" / "bob" / "1.json"
@@ -238,7 +246,7 @@ def test_reveal_the_season_then_replay_it(board, capsys):
     row = record["challenger"]["items"]["math500"]["audit"][5]
     row["correct"] = not row["correct"]
     path.write_text(json.dumps(record))
-    assert tinyrouter(board, "replay", "--repo", board["repo"]) == 1
+    assert tinyrouter(board, "replay", "--leaderboard", archive) == 1
     out = capsys.readouterr().out
     assert f"bob generation 1 (PR 2): king, NOT reproduced: the challenger: math500 audit item " \
            f"{row['id']}, the cached answer of {row['model']}" in out
