@@ -199,3 +199,19 @@ def leaderboard_rows(guest: Visitor, site: Path, board: str) -> None:
             assert box and box["x"] >= 0 and box["x"] + box["width"] <= screen
     assert page.locator('img[src$="assets/charts/cost.svg"]').count() == 1
     guest.check(f"{board}-leaderboard-{guest.width}")
+
+
+def cost_points_of(text: str) -> list:
+    """The cost–accuracy chart's points as cost.csv gives them, typed as the chart draws them
+    (a float written by the CSV reads back exactly)."""
+    import csv
+    import dataclasses
+    import io
+
+    from evaluator.site.cards import CostPoint
+
+    kinds = {f.name: f.type for f in dataclasses.fields(CostPoint)}
+    read = {"float": float, "int | None": int}
+    return [CostPoint(**{name: None if value == "" else read.get(kinds[name], str)(value)
+                         for name, value in row.items()})
+            for row in csv.DictReader(io.StringIO(text))]

@@ -276,6 +276,25 @@ def test_a_miner_practises_on_the_demo_exactly_as_the_guide_says(demo):
     assert (repo / "submissions" / "carol" / "1" / "receipt.json").is_file()
 
 
+def test_the_demo_boards_cost_chart_is_drawn_from_its_download(demo):
+    """The retired season's chart (every head the replay filled in, every baseline, the
+    frontier), redrawn from cost.csv alone, is the site's, byte for byte, at both widths."""
+    from browsing import cost_points_of
+
+    from evaluator.site.cards import oracle_accuracy
+    from evaluator.site.charts import FRAMES, cost_svg
+
+    rules = Competition.load(demo / "competition.json")
+    site = demo / "site"
+    points = cost_points_of((site / "downloads" / "cost.csv").read_text(encoding="utf-8"))
+    assert {p.kind for p in points} >= {"king", "head", "model", "random", "lookup"}
+    manifest = read(demo / "repo" / "leaderboard" / "manifest.json")["benchmarks"]
+    oracle = oracle_accuracy({b: e["baselines"] for b, e in manifest.items()}, rules.benchmarks)
+    for frame, name in zip(FRAMES, ("cost.svg", "cost-narrow.svg"), strict=True):
+        drawn = (site / "assets" / "charts" / name).read_text(encoding="utf-8")
+        assert cost_svg(points, oracle, frame) == drawn
+
+
 @pytest.mark.browser
 def test_the_demo_board_in_a_browser(demo):
     """The board the demo built, as a visitor sees it: every page in light and dark mode at a

@@ -3,12 +3,11 @@ comparisons alone, the baselines as rows, and every number the same as the downl
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import json
 
 import pytest
+from browsing import cost_points_of
 from conftest import NOW, busy
 
 from evaluator.records import HeadRef, Result
@@ -120,26 +119,11 @@ def test_the_category_lookup_weighs_each_categorys_best_model_by_its_items(busy_
     assert (lookup.accuracy, lookup.cost_per_1k_usd) == (accuracy, cost)
 
 
-def _points(text: str):
-    from evaluator.site.cards import CostPoint
-
-    number = {f.name: f.type for f in dataclasses.fields(CostPoint)}
-    points = []
-    for row in csv.DictReader(io.StringIO(text)):
-        values = {}
-        for name, value in row.items():
-            kind = number[name]
-            values[name] = (None if value == "" else float(value) if kind == "float"
-                            else int(value) if kind == "int | None" else value)
-        points.append(CostPoint(**values))
-    return points
-
-
 def test_the_chart_drawn_from_cost_csv_is_the_chart_on_the_site(busy_site):
     """Every point of the cost–accuracy chart is a row of the download: the chart redrawn from
     cost.csv alone is the site's, byte for byte, at both widths."""
     state, content = busy_site
-    points = _points(content.assets["downloads/cost.csv"])
+    points = cost_points_of(content.assets["downloads/cost.csv"])
     assert {p.kind for p in points} >= {"king", "model", "random", "lookup"}
     oracle = oracle_accuracy(_baselines(state), OFFICIAL.benchmarks)
     for frame in FRAMES:
