@@ -78,6 +78,7 @@ def busy_site(tmp_path_factory):
     return state, generate(state, OFFICIAL, now=NOW)
 
 
+@pytest.mark.slow  # the busy board's pages and charts, generated
 def test_every_head_with_a_composite_is_ranked_beside_the_baselines(busy_site):
     state, content = busy_site
     board = json.loads(content.assets["downloads/leaderboard.json"])["board"]
@@ -100,6 +101,7 @@ def test_every_head_with_a_composite_is_ranked_beside_the_baselines(busy_site):
                for row in losers)
 
 
+@pytest.mark.slow  # the busy board's pages and charts, generated
 def test_the_category_lookup_weighs_each_categorys_best_model_by_its_items(busy_site):
     state, _ = busy_site
     baselines = _baselines(state)
@@ -119,6 +121,7 @@ def test_the_category_lookup_weighs_each_categorys_best_model_by_its_items(busy_
     assert (lookup.accuracy, lookup.cost_per_1k_usd) == (accuracy, cost)
 
 
+@pytest.mark.slow  # the busy board's pages and charts, generated
 def test_the_chart_drawn_from_cost_csv_is_the_chart_on_the_site(busy_site):
     """Every point of the cost–accuracy chart is a row of the download: the chart redrawn from
     cost.csv alone is the site's, byte for byte, at both widths."""
