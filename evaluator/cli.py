@@ -58,7 +58,10 @@ COMMANDS = {
     "pack": Command("pack", "write a training run's head as your next submission folder"),
     "pool": Command("pool", "the LLM pool: serve the loopback simulator, or check the real one"),
     "preflight": Command("gates", "run gates 0–4 locally, exactly as the PR bot does"),
-    "reveal": Command("seal", "publish a retired split: its items and commitment salt"),
+    "replay": Command("replay", "re-derive every verdict of a retired season from what "
+                                "`reveal --season` published"),
+    "reveal": Command("seal", "publish a retired split or season: its items, commitment salts "
+                              "and the verdicts' private records"),
     "runner": Command("runner", "check that this machine can be the evaluation runner: "
                                 "sandbox, GPU, encoder, sealed files, pool, disk, memory"),
     "score": Command("score", "score a head as the evaluator would, on your public rows; "
@@ -85,8 +88,8 @@ AUDIENCES = (
     ("workflow: what the GitHub Actions jobs run",
      ("gates", "gh"),
      "tinyrouter gates --repo . --submission submissions/alice/1 --author alice --pr 7"),
-    ("anyone: route your own traffic through the king",
-     ("serve",),
+    ("anyone: route your own traffic through the king, replay a retired season",
+     ("serve", "replay"),
      "tinyrouter serve --king ."),
     ("developer: studies of the product (not tests)",
      ("dev",),

@@ -47,6 +47,7 @@ from evaluator.records import (
     REJECTED,
     VOID,
     HeadRecord,
+    HeadRef,
     Partition,
     Result,
 )
@@ -108,7 +109,8 @@ class HeadRun:
         return sum(o.status == FAILED for o in outcomes), len(outcomes)
 
     def record(self, contender: Contender) -> HeadRecord:
-        """Everything measured, per item (item ids only, never text)."""
+        """Everything measured, per item (item ids only, never text); `of_record` reads it
+        back."""
         items = {}
         for bench, splits in self.decisions.items():
             items[bench] = {split: [{"id": i, "model": d.model, "role": d.role, "correct": ok}
@@ -124,6 +126,29 @@ class HeadRun:
                           pr=contender.pr, head_sha=contender.head_sha, composite=self.composite,
                           per_benchmark=dict(self.scores), live_cost_usd=self.live_cost_usd,
                           items=items)
+
+    @classmethod
+    def of_record(cls, items: Mapping[str, Any], best: Mapping[str, dict[str, list[bool]]],
+                  rules: Competition) -> HeadRun:
+        """The run `record` kept, read back (what the verdict needs again, after its season:
+        see evaluator/replay.py), in the rules' order of benchmarks as it was measured (its
+        cost is a sum of floats); `best`: each benchmark's best single model's grades on the
+        same items, which the record does not keep (the revealed pool holds them)."""
+        run = cls(best={bench: dict(best[bench]) for bench in rules.benchmarks})
+        for bench in rules.benchmarks:
+            splits = items[bench]
+            cached = [split for split in CACHED_SETS if split in splits]
+            run.ids[bench] = {split: [row["id"] for row in splits[split]] for split in cached}
+            run.decisions[bench] = {split: [Decision(row["model"], row["role"])
+                                            for row in splits[split]] for split in cached}
+            run.correct[bench] = {split: [row["correct"] for row in splits[split]]
+                                  for split in cached}
+            run.live[bench] = [
+                LiveOutcome(item_id=row["id"], correct=row["correct"], n_turns=row["n_turns"],
+                            cost_usd=row["cost_usd"], status=row["status"],
+                            decisions=tuple(Decision(*pair) for pair in row["decisions"]))
+                for row in splits.get(LIVE_SPLIT, [])]
+        return run
 
 
 # ---------------------------------------------------------------- the partition
@@ -270,17 +295,14 @@ def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: 
     best = {bench: best_model(pool_rows(sets, bench), rules) for bench in rules.benchmarks}
     mine = HeadRun()
     measure_cached(mine, router, challenger.theta, halves, rules, best=best)
-    reason = overfit_reason(mine.all_measured(rules), rules)  # before any paid call
-    if reason is not None:
+    rejected = overfit_rejection(stamp, mine, rules)  # before any paid call
+    if rejected is not None:
         log.info("overfit gate: rejected")
-        return stamp.result(REJECTED, reason=reason, challenger_run=mine.record(challenger))
+        return rejected
     theirs = None
     if king is not None:
         theirs = HeadRun()
         measure_cached(theirs, router, king.theta, halves, rules, who=KING_LABEL, best=best)
-    novelties = {b: novelty(mine.decisions[b]["eval"],
-                            None if theirs is None else theirs.decisions[b]["eval"], rules)
-                 for b in rules.benchmarks}
     runs = [(theirs, king), (mine, challenger)] if theirs is not None else [(mine, challenger)]
     for number, stage in enumerate(live_stages(sets, stamp.partition.seed, rules), start=1):
         for run, contender in runs:
@@ -293,9 +315,7 @@ def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: 
             reason = failure_reason(run, contender is king, rules)
             if reason is not None:
                 return void(stamp, mine, theirs, king, reason)
-        decided = judge(mine.all_measured(rules),
-                        None if theirs is None else theirs.all_measured(rules),
-                        novelties, rules, stage=number)
+        decided = decide(mine, theirs, rules, number)
         log.info("crown test, live stage %d: %s", number, decided.outcome)
         if decided.outcome != MORE:
             break
@@ -303,6 +323,24 @@ def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: 
     if result.outcome == KING:
         result = dataclasses.replace(result, router_card=router_card(mine, public, rules))
     return result
+
+
+def overfit_rejection(stamp: Stamp, mine: HeadRun, rules: Competition) -> Result | None:
+    """The record of a head the overfit gate stops on its cached items, else None."""
+    reason = overfit_reason(mine.all_measured(rules), rules)
+    if reason is None:
+        return None
+    return stamp.result(REJECTED, reason=reason, challenger_run=mine.record(stamp.contender))
+
+
+def decide(mine: HeadRun, theirs: HeadRun | None, rules: Competition, stage: int) -> Verdict:
+    """`judge` on what both heads measured up to the end of live stage `stage`. Novelty, the
+    same number for both heads, is read from their first eval decisions."""
+    novelties = {b: novelty(mine.decisions[b]["eval"],
+                            None if theirs is None else theirs.decisions[b]["eval"], rules)
+                 for b in rules.benchmarks}
+    return judge(mine.all_measured(rules), None if theirs is None else theirs.all_measured(rules),
+                 novelties, rules, stage=stage)
 
 
 VOID_NOTE = "no score is given and your attempt is refunded; a maintainer re-runs the evaluation"
@@ -352,6 +390,8 @@ def verdict(stamp: Stamp, mine: HeadRun, theirs: HeadRun | None, king: Contender
         decided.outcome, reason=decided.reason if decided.outcome == LOST else None,
         composite=decided.composite, king_composite=decided.king_composite, delta=decided.delta,
         ci95=decided.ci95, crown_test=test, per_benchmark=dict(decided.scores),
+        against=None if king is None else HeadRef(king.miner, king.generation, king.pr,
+                                                  king.head_sha),
         live_cost_usd=mine.live_cost_usd + (0.0 if theirs is None else theirs.live_cost_usd),
         challenger_run=mine.record(stamp.contender),
         king_run=None if king is None or theirs is None else theirs.record(king))

@@ -8,6 +8,7 @@ again by the workflow), never applied against the wrong king.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from evaluator.rules import WEIGHTS_FILE, Competition
 from evaluator.scoring import TOLERANCE, crowns
 from evaluator.store import (
     ATTEMPTS_FILE,
+    DIGESTS_FILE,
     FAIRNESS_FILE,
     HISTORY_FILE,
     KING_FILE,
@@ -311,6 +313,7 @@ def validate_state(repo: Path, rules: Competition) -> Checked:
     _check_attempts_index(store, rules)
     store.queue_events()
     checked += store.file(ATTEMPTS_FILE).exists() + store.file(QUEUE_FILE).exists()
+    digests = store.digests()
     for path in store.result_files():
         where = store.relative(path)
         result = check_result(read_json(path), rules, where)
@@ -318,9 +321,27 @@ def validate_state(repo: Path, rules: Competition) -> Checked:
                                      result.evaluated_at):
             raise LeaderboardError(f"{where} holds the result of {result.miner} generation "
                                    f"{result.generation}; move it to match")
+        _check_digest(store, path, digests.pop(path.relative_to(store.root).as_posix(), None))
         results += 1
+    if digests:
+        raise LeaderboardError(f"{LEADERBOARD_DIR}/{DIGESTS_FILE} names {next(iter(digests))}, "
+                               "which is not on the board; restore it from git")
     _check_king_history(store)
     return Checked(checked, results)
+
+
+def _check_digest(store: Store, path: Path, recorded: str | None) -> None:
+    """A result file is the one its digest line names: the file the record job attested."""
+    where = store.relative(path)
+    if recorded is None:
+        raise LeaderboardError(f"{where} has no digest in {LEADERBOARD_DIR}/{DIGESTS_FILE}: a "
+                               "result file is written only by `leaderboard apply`; restore "
+                               "both from git")
+    found = hashlib.sha256(path.read_bytes()).hexdigest()
+    if found != recorded:
+        raise LeaderboardError(f"{where} changed after it was recorded: its SHA-256 is "
+                               f"{found[:12]}…, {DIGESTS_FILE} names {recorded[:12]}… (the "
+                               "digest the record job attested); restore it from git")
 
 
 def _check_attempts_index(store: Store, rules: Competition) -> None:

@@ -55,13 +55,15 @@ IDENTITY_FIELDS = ("format", "miner", "generation", "pr", "head_sha", "evaluated
 # The disclosure rule as data: the public record of each outcome holds exactly these fields.
 PUBLIC_FIELDS = {
     KING: (*IDENTITY_FIELDS, "outcome", "composite", "king_composite", "delta", "ci95",
-           "crown_test", "reason", "per_benchmark", "live_cost_usd", "router_card", "isolation"),
-    LOST: (*IDENTITY_FIELDS, "outcome", "composite", "delta", "ci95", "crown_test", "isolation"),
+           "crown_test", "against", "reason", "per_benchmark", "live_cost_usd", "router_card",
+           "isolation"),
+    LOST: (*IDENTITY_FIELDS, "outcome", "composite", "delta", "ci95", "crown_test", "against",
+           "isolation"),
     **{outcome: (*IDENTITY_FIELDS, "outcome", "reason", "composite", "delta", "isolation")
        for outcome in UNSCORED},
 }
 # Public fields a record written before they were kept lacks (the schema does not require them)
-LATER_FIELDS = ("isolation", "crown_test")
+LATER_FIELDS = ("isolation", "crown_test", "against")
 # What the disclosure rule rounds: in a loss, these fields; in a king's breakdown, these parts.
 ROUNDED_IN_LOSS = ("composite", "delta", "ci95")
 ROUNDED_IN_TEST = ("difference", "weighted", "se", "z")  # a loss's crown test, at the disclosure precision
@@ -195,6 +197,7 @@ class Result(HeadRef):
     delta: float | None = None
     ci95: tuple[float, float] | None = None
     crown_test: dict[str, Any] | None = None  # the crown test's stage, difference, se and z
+    against: HeadRef | None = None  # the king it was scored against (public: who reigned)
     per_benchmark: dict[str, BenchmarkScore] | None = None
     live_cost_usd: float | None = None
     router_card: dict[str, Any] | None = None  # a new king's routing mix and cost (public)

@@ -12,6 +12,11 @@ Layout, relative to the repository root:
     leaderboard/results/<miner>/<generation>.json  the decisive public result of a submission
     leaderboard/results/<miner>/<generation>.<void|stale|withdrawn>.<time>.json  an evaluation
                                                  that decided nothing for the generation
+    leaderboard/results.sha256                   every result file's SHA-256, one `sha256sum`
+                                                 line each, appended as the file is written (what
+                                                 the record job attests; `validate` checks it)
+    leaderboard/revealed/                        a retired season in the open (`reveal
+                                                 --season`, read by `replay`: evaluator/replay.py)
 
 `Store` reads strictly by default: a file that is not JSON, breaks its JSON Schema or holds a
 field the records' codec refuses is a `LeaderboardError` naming it. `Store(..., lenient=True)`
@@ -26,6 +31,7 @@ checks every file.
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import logging
 import os
@@ -61,7 +67,7 @@ from evaluator.records import (
     King,
     Result,
 )
-from evaluator.rules import FORMAT_VERSION, is_generation, is_name
+from evaluator.rules import FORMAT_VERSION, is_generation, is_name, is_sha256
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +75,8 @@ SUBMISSIONS_DIR = "submissions"
 LEADERBOARD_DIR = "leaderboard"
 MANIFEST_FILE, KING_FILE, HISTORY_FILE = "manifest.json", "king.json", "history.json"
 ATTEMPTS_FILE, QUEUE_FILE, RESULTS_DIR = "attempts.jsonl", "queue.jsonl", "results"
+REVEALED_DIR = "revealed"
+DIGESTS_FILE = "results.sha256"
 MANIFEST_PATH = PurePosixPath(LEADERBOARD_DIR, MANIFEST_FILE)
 SCHEMA_FILES = {"result": "result.schema.json", "king": "king.schema.json",
                 "history": "history.schema.json", "attempt": "attempt.schema.json",
@@ -431,12 +439,41 @@ class Store:
             raise LeaderboardError(f"cannot record the event in {QUEUE_FILE}: {exc}") from exc
 
     def write_result(self, public: dict[str, Any]) -> Path:
-        """Write a public result record (already cut down by the disclosure rule)."""
+        """Write a public result record (already cut down by the disclosure rule), and its
+        digest line in results.sha256."""
         path = self.result_path(str(public["miner"]), int(public["generation"]),
                                 public.get("outcome"), public.get("evaluated_at"))
         validate("result", public, self.relative(path))
-        write_atomic(path, dumps(public))
+        text = dumps(public)
+        write_atomic(path, text)
+        line = digest_line(path.relative_to(self.root).as_posix(), text.encode())
+        if line not in self.digest_text():
+            try:
+                append_line(self.file(DIGESTS_FILE), line)
+            except OSError as exc:
+                raise LeaderboardError(f"cannot record the digest in {DIGESTS_FILE}: "
+                                       f"{exc}") from exc
         return path
+
+    def digest_text(self) -> str:
+        path = self.file(DIGESTS_FILE)
+        try:
+            return path.read_text(encoding="utf-8") if path.is_file() else ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LeaderboardError(f"cannot read {self.relative(path)} ({exc}); restore it "
+                                   "from git") from exc
+
+    def digests(self) -> dict[str, str]:
+        """results.sha256 as {path under leaderboard/: SHA-256}; a line that is not one file's
+        digest, or a file named twice, is a LeaderboardError naming it."""
+        found: dict[str, str] = {}
+        for number, line in enumerate(self.digest_text().splitlines(), start=1):
+            digest, _, name = line.partition("  ")
+            if not (is_sha256(digest) and name.startswith(f"{RESULTS_DIR}/")) or name in found:
+                raise LeaderboardError(f"{LEADERBOARD_DIR}/{DIGESTS_FILE} line {number} is not "
+                                       "a result file's digest named once; restore it from git")
+            found[name] = digest
+        return found
 
     def write_king(self, king: King | None) -> None:
         data = {"format": FORMAT_VERSION, "king": None if king is None else king.to_dict()}
@@ -447,6 +484,11 @@ class Store:
         data = {"format": FORMAT_VERSION, "kings": [k.to_dict() for k in kings]}
         validate("history", data, f"{LEADERBOARD_DIR}/{HISTORY_FILE}")
         write_atomic(self.file(HISTORY_FILE), dumps(data))
+
+
+def digest_line(name: str, data: bytes) -> str:
+    """One line of results.sha256, as `sha256sum` writes it (text mode)."""
+    return f"{hashlib.sha256(data).hexdigest()}  {name}\n"
 
 
 def _sort_time(value: Any) -> float:

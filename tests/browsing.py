@@ -164,3 +164,54 @@ def phone_verdicts(guest: Visitor, site: Path, board: str) -> None:
             assert float(composite.inner_text()) == pytest.approx(verdict["shown_composite"])
         assert verdict["why"] in row.inner_text()
     guest.check(f"{board}-evaluations-phone-rows")
+
+
+def leaderboard_rows(guest: Visitor, site: Path, board: str) -> None:
+    """The Leaderboard page as a visitor sees it: one table row per row of the downloads' board,
+    in its order, every number the download's (at the places the page shows it), the rank and
+    composite in sight at this width; and the page checked as every page is."""
+    from evaluator.site.markup import fmt_score, fmt_usd
+
+    page = guest.visit("leaderboard/")
+    rows = page.locator("article .tr-stack tbody tr").all()
+    data = json.loads((site / "downloads/leaderboard.json").read_text())["board"]
+    assert len(rows) == len(data) > 0
+    for row, want in zip(rows, data, strict=True):
+        cells = [cell.inner_text().strip() for cell in row.locator("td").all()]
+        places = want["places"]
+        interval = (f"{fmt_score(want['composite_low'], places)} to "
+                    f"{fmt_score(want['composite_high'], places)}"
+                    if want["composite_low"] is not None else "—")
+        head = want["kind"] == "head"
+        rank = ("—" if not head else str(want["rank_best"])
+                if want["rank_best"] == want["rank_worst"]
+                else f"{want['rank_best']}–{want['rank_worst']}")
+        shown = [rank, fmt_score(want["composite"], places) if head else "—", interval,
+                 fmt_score(want["cached_acc"], 3),
+                 fmt_score(want["live_acc"], 3) if head else "—",
+                 fmt_score(want["avg_turns"], 2), fmt_usd(want["cost_per_1k_usd"])]
+        assert [cells[0], *cells[3:]] == shown, (cells, want)
+        assert want["label"].split(" g")[0] in cells[1]
+        row.scroll_into_view_if_needed()
+        screen = WIDTHS[guest.width]["width"]
+        for cell in row.locator("td").all()[:4:3] if head else ():  # its rank and composite
+            box = cell.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= screen
+    assert page.locator('img[src$="assets/charts/cost.svg"]').count() == 1
+    guest.check(f"{board}-leaderboard-{guest.width}")
+
+
+def cost_points_of(text: str) -> list:
+    """The cost–accuracy chart's points as cost.csv gives them, typed as the chart draws them
+    (a float written by the CSV reads back exactly)."""
+    import csv
+    import dataclasses
+    import io
+
+    from evaluator.site.cards import CostPoint
+
+    kinds = {f.name: f.type for f in dataclasses.fields(CostPoint)}
+    read = {"float": float, "int | None": int}
+    return [CostPoint(**{name: None if value == "" else read.get(kinds[name], str)(value)
+                         for name, value in row.items()})
+            for row in csv.DictReader(io.StringIO(text))]

@@ -49,7 +49,8 @@ def result(outcome: str, **more) -> Result:
         base.update(composite=0.67231, king_composite=0.65012, delta=0.02219,
                     ci95=(0.00412, 0.04187), live_cost_usd=0.4231, crown_test=dict(TEST),
                     per_benchmark={b: SCORE for b in BENCHES},
-                    router_card={"mix": {"qwen": 0.5}, "cost_usd": 0.01})
+                    router_card={"mix": {"qwen": 0.5}, "cost_usd": 0.01},
+                    against=HeadRef("bob", 1, 6, "b" * 40))
     if outcome not in ("king", "lost"):
         base.update(reason=f"{outcome}: a reason")
     return Result(**{**base, **more})

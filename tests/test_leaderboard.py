@@ -397,6 +397,15 @@ def test_empty_leaderboard_is_valid(repo):
     # a result filed under another miner's name
     (lambda r: (r / "leaderboard/results/alice/1.json").rename(
         r / "leaderboard/results/alice/2.json"), "move it"),
+    # a result edited after it was recorded (the record job attested the digest it recorded),
+    # and a digest line lost, left behind or garbled
+    (lambda r: _edit_number(r / "leaderboard/results/alice/1.json", "live_cost_usd", "0.5"),
+     "changed after it was recorded"),
+    (lambda r: (r / "leaderboard/results.sha256").write_text(""), "has no digest"),
+    (lambda r: (r / "leaderboard/results.sha256").write_text(
+        (r / "leaderboard/results.sha256").read_text() + "0" * 64 + "  results/bob/1.json\n"),
+     "names results/bob/1.json, which is not on the board"),
+    (lambda r: (r / "leaderboard/results.sha256").write_text("a digest\n"), "line 1"),
     # a broken attempt line, a broken queue event
     (lambda r: (r / "leaderboard/attempts.jsonl").write_text('{"miner": "x"}\n'), "line 1"),
     (lambda r: (r / "leaderboard/queue.jsonl").write_text('{"event": "evaluating"}\n'),
@@ -418,6 +427,20 @@ def test_validate_state_catches_tampering(repo, tamper, message):
     tamper(repo)
     with pytest.raises(LeaderboardError, match=message):
         validate_state(repo, rules=OFFICIAL)
+
+
+def test_every_result_file_has_the_digest_sha256sum_checks(repo):
+    import subprocess
+
+    apply_result(repo, crowned(), rules=OFFICIAL)
+    apply_result(repo, lost(), rules=OFFICIAL)
+    apply_result(repo, lost(), rules=OFFICIAL)  # already recorded: no second line
+    board = repo / "leaderboard"
+    assert [line.split("  ")[1] for line in (board / "results.sha256").read_text().splitlines()] \
+        == ["results/alice/1.json", "results/bob/1.json"]
+    checked = subprocess.run(["sha256sum", "--check", "--strict", "results.sha256"], cwd=board,
+                             capture_output=True, text=True)
+    assert checked.returncode == 0 and checked.stdout.count(": OK") == 2
 
 
 def test_attempt_lines_follow_the_attempt_schema(repo):

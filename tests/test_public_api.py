@@ -17,8 +17,8 @@ PUBLIC = [
 COMMANDS = [
     "baseline", "basis", "collect", "demo", "dev",
     "diff", "encoder", "evaluate", "fairness", "gates", "gh", "grade", "leaderboard", "ledger",
-    "pack", "pool", "preflight", "reveal", "runner", "score", "seal", "serve", "site", "train",
-    "verify-benchmark",
+    "pack", "pool", "preflight", "replay", "reveal", "runner", "score", "seal", "serve", "site",
+    "train", "verify-benchmark",
 ]
 
 

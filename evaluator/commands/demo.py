@@ -15,11 +15,11 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 from evaluator import isolation
 from evaluator.baselines import gap_closed
@@ -295,6 +295,13 @@ def fairness(ws: Workspace) -> None:
                "--json", Store(ws.repo).root / "fairness.json")
 
 
+def retire(ws: Workspace) -> None:
+    """The season ends: revealed beside the leaderboard, then each verdict replayed from it."""
+    tinyrouter(ws, "reveal", "--season", "--dir", ws.hidden, "--records", ws.private,
+               "--repo", ws.repo)
+    tinyrouter(ws, "replay", "--repo", ws.repo)
+
+
 def build_site(ws: Workspace) -> None:
     tinyrouter(ws, "site", "build", "--leaderboard", Store(ws.repo).root, "--out", ws.site,
                "--demo")
@@ -346,23 +353,10 @@ STAGES: tuple[Stage, ...] = (
     ("a copier submits the king's head with its role rows permuted", copy_the_king),
     ("a memoriser fits every public item outside the train ids and is evaluated", memorise),
     ("simulate the fairness figures (a quick run)", fairness),
+    ("retire the season: reveal it, then replay every verdict from the published files", retire),
     ("build the leaderboard site", build_site),
     ("leave a script to practise the miner's path here", leave_practise),
 )
-
-
-@contextmanager
-def demo_secrets():
-    saved = {k: os.environ.get(k) for k in ("BENCHMARK_PASSWORD", "BENCHMARK_SEED")}
-    os.environ.update(BENCHMARK_PASSWORD=DEMO_PASSWORD, BENCHMARK_SEED=DEMO_SEED)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def run_demo(root: Path, fast: bool = False,
@@ -376,8 +370,10 @@ def run_demo(root: Path, fast: bool = False,
     torch.set_num_threads(1)  # the tiny encoder's matrices are too small to share between cores
     prepare(root)
     ws = Workspace(root.resolve(), fast=fast)
-    # the simulator answers a question asked again with the same program: graded once
-    with (demo_secrets(), remembered_grades(),
+    # the demo's secrets for the run (the environment restored after); the simulator answers
+    # a question asked again with the same program: graded once
+    with (patch.dict(os.environ, BENCHMARK_PASSWORD=DEMO_PASSWORD, BENCHMARK_SEED=DEMO_SEED),
+          remembered_grades(),
           serve_simulator(bundled_simulator(OFFICIAL, seed=0)) as base_url):
         ws.pool_url = base_url
         for number, (title, stage) in enumerate(stages, 1):
@@ -395,7 +391,7 @@ def add_demo(p: argparse.ArgumentParser) -> None:
     p.description = ("Build a tiny Qwen3, serve a simulated pool on 127.0.0.1, seal a demo hidden "
                      "benchmark, train and pack two miners, run the gates, evaluate both, update "
                      "the leaderboard, let a copier try the king's head, simulate the fairness "
-                     "figures and build the site.")
+                     "figures, retire the season and replay its verdicts, and build the site.")
     p.add_argument("--workdir", type=Path, default=Path("demo"),
                    help="fresh workspace (an earlier demo there is replaced)")
     p.add_argument("--fast", action="store_true", help="fewer training generations (CI)")

@@ -1,4 +1,5 @@
-"""`tinyrouter leaderboard validate|apply|seed-king|mark|render`: the committed leaderboard state."""
+"""`tinyrouter leaderboard validate|apply|seed-king|mark|subjects|render`: the committed leaderboard
+state."""
 
 from __future__ import annotations
 
@@ -66,6 +67,17 @@ def add_leaderboard(board: argparse.ArgumentParser) -> None:
     mark.add_argument("--reason", required=True, help="one line, shown on the Queue page")
     mark.add_argument("--repo", type=Path, default=Path("."), help="repository root")
     mark.set_defaults(func=run_mark)
+
+    attest = verbs.add_parser("subjects", help="what the record job attests for one evaluation: "
+                                               "its result file and leaderboard/ at the commit "
+                                               "that recorded it")
+    attest.add_argument("--pr", type=int, required=True, help="the pull request")
+    attest.add_argument("--head-sha", required=True, help="the evaluated head, in full")
+    attest.add_argument("--out", type=Path, required=True,
+                        help="the checksums file to write (actions/attest's subject-checksums)")
+    attest.add_argument("--repo", type=Path, default=Path("."),
+                        help="a checkout of the branch the record job pushed, with its history")
+    attest.set_defaults(func=run_subjects)
 
     render = verbs.add_parser("render", help="a result as the PR comment or the job summary")
     render.add_argument("result", type=Path, help="a public RESULT.json")
@@ -150,6 +162,18 @@ def run_mark(args: argparse.Namespace) -> int:
     print(f"marked PR {args.pr} at {args.head_sha[:12]} {args.state}: {event['reason']}")
     print(f"commit {LEADERBOARD_DIR}/{QUEUE_FILE} through a pull request; once merged, the "
           "Queue page shows it settled and the miner's slot is refunded")
+    return 0
+
+
+def run_subjects(args: argparse.Namespace) -> int:
+    from evaluator.attestation import subjects
+
+    if not is_commit_sha(args.head_sha):
+        raise UsageError(f"--head-sha {args.head_sha!r} is not a full lowercase commit SHA")
+    found = subjects(args.repo, args.pr, args.head_sha)
+    write_text_out(str(args.out), "".join(subject.line for subject in found))
+    for subject in found:
+        print(f"attesting {subject.name} (sha256 {subject.sha256})")
     return 0
 
 

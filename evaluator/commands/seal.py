@@ -26,10 +26,11 @@ from evaluator.benchmarks.sealing import (
 )
 from evaluator.benchmarks.splits import load_items, load_private, seed_from_env
 from evaluator.collect import answer_items, pool_client_factory
+from evaluator.commands.evaluate import PRIVATE_DIR_ENV
 from evaluator.errors import BenchmarkError, UsageError
 from evaluator.files import write_json
 from evaluator.rules import SEALED_SPLITS, Competition
-from evaluator.store import MANIFEST_PATH
+from evaluator.store import MANIFEST_PATH, REVEALED_DIR, Store, read_json, validate
 from evaluator.train.data import LEDGER_FILE
 from evaluator.types import AnsweredItem, Item
 
@@ -79,14 +80,24 @@ def add_verify(verify: argparse.ArgumentParser) -> None:
 def add_reveal(reveal: argparse.ArgumentParser) -> None:
     reveal.description = ("Decrypt one split and write its rows with the salt of its manifest "
                           "commitment, so anyone can check it with `verify-benchmark "
-                          "--revealed`. Only for a split that is being retired: its items "
-                          "become public.")
+                          "--revealed`; or, with --season, every split and the private record "
+                          "of each verdict decided on them, so anyone can replay the season's "
+                          "verdicts (`tinyrouter replay`). Only for what is being retired: its "
+                          "items become public.")
     reveal.add_argument("--dir", default=os.environ.get(DIR_ENV),
                         help=f"the sealed benchmark (default: ${DIR_ENV})")
-    reveal.add_argument("--split", required=True, metavar="BENCHMARK.SPLIT",
-                        help="e.g. math500.pool")
-    reveal.add_argument("--out", required=True, help="the JSON file to write (a file only: "
+    what = reveal.add_mutually_exclusive_group(required=True)
+    what.add_argument("--split", metavar="BENCHMARK.SPLIT", help="one split, e.g. math500.pool")
+    what.add_argument("--season", action="store_true",
+                      help=f"the whole season, into the leaderboard's {REVEALED_DIR}/ folder")
+    reveal.add_argument("--out", help="with --split: the JSON file to write (a file only: "
                         "hidden items printed to standard output would reach the job's log)")
+    reveal.add_argument("--records", default=os.environ.get(PRIVATE_DIR_ENV),
+                        help="with --season: the season's private records, every evaluation "
+                             f"runner's ${PRIVATE_DIR_ENV} gathered in one folder (default: "
+                             f"${PRIVATE_DIR_ENV})")
+    reveal.add_argument("--repo", type=Path, default=Path("."),
+                        help="with --season: the repository whose leaderboard/ holds the season")
     reveal.set_defaults(func=run_reveal)
 
 
@@ -173,14 +184,40 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_reveal(args: argparse.Namespace) -> int:
+    if args.season:
+        return reveal_season_command(args)
     benchmark, _, split = args.split.partition(".")
     if benchmark not in args.rules.benchmarks or split not in SEALED_SPLITS:
         raise UsageError(f"--split must be BENCHMARK.SPLIT, e.g. math500.pool; "
                          f"got {args.split!r}")
-    if args.out == "-":
-        raise UsageError("reveal writes to a file only (--out PATH): hidden items on standard "
-                         "output would reach the job's log")
+    if args.out in (None, "-"):
+        raise UsageError("reveal --split writes to a file only (--out PATH): hidden items on "
+                         "standard output would reach the job's log")
     record = reveal_split(_directory(args.dir, "--dir"), benchmark, split, password_from_env())
     write_json(args.out, record)
     print(f"wrote {args.out}: {benchmark} {split}, {len(record['rows'])} items in the open")
+    return 0
+
+
+def reveal_season_command(args: argparse.Namespace) -> int:
+    from evaluator.replay import reveal_season
+
+    if not args.records:
+        raise UsageError(f"pass --records (the season's private records) or set "
+                         f"{PRIVATE_DIR_ENV}")
+    if args.out is not None:
+        raise UsageError(f"reveal --season writes into leaderboard/{REVEALED_DIR}/, not --out")
+    store = Store(args.repo)
+    manifest = store.manifest()
+    if manifest is None:
+        raise UsageError(f"{args.repo} has no {MANIFEST_PATH}: the season's manifest")
+    paths = store.result_files()
+    published = [read_json(path) for path in paths]
+    for path, data in zip(paths, published, strict=True):
+        validate("result", data, store.relative(path))  # names from a file become paths
+    out = store.file(REVEALED_DIR)
+    splits, records = reveal_season(out, _directory(args.dir, "--dir"), password_from_env(),
+                                    args.records, published, manifest, args.rules)
+    print(f"wrote {store.relative(out)}/: {splits} splits and the private records of {records} "
+          f"verdict(s) in the open; check them with `tinyrouter replay --repo {args.repo}`")
     return 0

@@ -208,6 +208,36 @@ def best_single_cost(baselines: Mapping[str, Mapping[str, Any]],
                              .get("model"), [b]) for b in benchmarks])
 
 
+def random_routing(baselines: Mapping[str, Mapping[str, Any]], benchmarks: Sequence[str],
+                   pool_models: Sequence[str]) -> tuple[float | None, float | None]:
+    """(accuracy, cost per 1,000 questions) of routing each question to a pool model at random:
+    the mean over models, answering once."""
+    accuracy = _mean([_float(baselines.get(b, {}).get("random")) for b in benchmarks])
+    costs = [model_cost(baselines, model, benchmarks) for model in pool_models]
+    return accuracy, fmean(costs) if costs and None not in costs else None
+
+
+def category_lookup(baselines: Mapping[str, Mapping[str, Any]],
+                    benchmarks: Sequence[str]) -> tuple[float | None, float | None]:
+    """(accuracy, cost per 1,000 questions) of asking each category's best model on the scored
+    pool, answering once, weighted by the category's items; its cost at each model's mean cost
+    on the benchmark. None where the manifest has no categories."""
+    accuracy, cost = [], []
+    for bench in benchmarks:
+        base = baselines.get(bench, {})
+        groups = [g for g in (base.get("by_category") or {}).values() if isinstance(g, dict)]
+        items = sum(g.get("items", 0) for g in groups)
+        picks = [((g.get("best_single") or {}), g.get("items", 0)) for g in groups]
+        prices = base.get("cost_per_1k_usd") or {}
+        if not items or any(_float(best.get("accuracy")) is None for best, _ in picks):
+            return None, None
+        accuracy.append(sum(best["accuracy"] * n for best, n in picks) / items)
+        paid = [(_float(prices.get(best.get("model"))), n) for best, n in picks]
+        cost.append(None if any(c is None for c, _ in paid)
+                    else sum(c * n for c, n in paid) / items)
+    return _mean(accuracy), _mean(cost) if None not in cost else None
+
+
 ONE_ANSWER = "cached accuracy; cost of one Worker answer"
 LIVE = "live accuracy; metered cost of its live sessions, every turn and role"
 
@@ -217,7 +247,7 @@ class CostPoint:
     """One point of the cost–accuracy chart and of `cost.csv`: accuracy and cost measured
     alike, on what `basis` says (a model answering once, or a king's live sessions)."""
 
-    kind: str  # "king", "model" or "random"
+    kind: str  # "king", "head" (a head that lost, once replayed), "model", "random", "lookup"
     label: str
     accuracy: float
     cost_per_1k_usd: float
@@ -228,20 +258,24 @@ class CostPoint:
 
 def cost_points(line: Sequence[Reign], baselines: Mapping[str, Mapping[str, Any]],
                 rules: Competition, pool_models: Sequence[str],
-                names: Mapping[str, str]) -> list[CostPoint]:
-    """Each pool model, random routing and every king with a metered cost, where known."""
+                names: Mapping[str, str], heads: Sequence[CostPoint] = ()) -> list[CostPoint]:
+    """Each pool model, random routing, the category lookup, every head that lost and has its
+    figures (`heads`: once its season is replayed) and every king with a metered cost, where
+    known; the kings last, oldest first."""
     benchmarks = list(rules.benchmarks)
     points = []
-    costs = {}
     for model in pool_models:
         accuracy = _mean([_float((baselines.get(b, {}).get("per_model") or {}).get(model))
                           for b in benchmarks])
-        costs[model] = cost = model_cost(baselines, model, benchmarks)
+        cost = model_cost(baselines, model, benchmarks)
         if accuracy is not None and cost is not None:
             points.append(CostPoint("model", model, accuracy, cost))
-    random = _mean([_float(baselines.get(b, {}).get("random")) for b in benchmarks])
-    if random is not None and costs and None not in costs.values():
-        points.append(CostPoint("random", "random routing", random, fmean(costs.values())))
+    for kind, label, (accuracy, cost) in (
+            ("random", "random routing", random_routing(baselines, benchmarks, pool_models)),
+            ("lookup", "category lookup", category_lookup(baselines, benchmarks))):
+        if accuracy is not None and cost is not None:
+            points.append(CostPoint(kind, label, accuracy, cost))
+    points += heads
     for reign in line:
         accuracy, cost = reign.accuracy(benchmarks), reign.cost_per_1k
         if accuracy is not None and cost is not None:

@@ -252,10 +252,20 @@ def _place_labels(fig: Figure, ax: Any, points: Sequence[Any], frame: Frame) -> 
 
 
 def cost_svg(points: Sequence[Any], oracle: float | None, frame: Frame = WIDE) -> str | None:
-    """Accuracy against USD per 1,000 questions, like with like: each pool model and random
-    routing answering once (cached accuracy, single-answer cost), and each king's live
-    sessions (live accuracy, cost of every turn), with the frontier no cheaper point beats.
-    The current king is named; earlier kings are the lighter points."""
+    """`cost_figure` as SVG text."""
+    with matplotlib.rc_context(frame.style()):
+        fig = cost_figure(points, oracle, frame)
+        return None if fig is None else _svg(fig)
+
+
+def cost_figure(points: Sequence[Any], oracle: float | None,
+                frame: Frame = WIDE) -> Figure | None:
+    """Accuracy against USD per 1,000 questions, like with like: each pool model, random
+    routing and the category lookup answering once (cached accuracy, single-answer cost), and
+    each head's live sessions (live accuracy, cost of every turn), with the frontier no
+    cheaper point beats. The current king is named; earlier kings are the lighter points, and
+    heads that lost (shown once their season is replayed) the hollow ones. Each kind of point
+    is one scatter, drawn in `points`' order."""
     if not points:
         return None
     costs = [p.cost_per_1k_usd for p in points]
@@ -264,12 +274,18 @@ def cost_svg(points: Sequence[Any], oracle: float | None, frame: Frame = WIDE) -
         fig = Figure(figsize=(frame.width, 4.6 if frame is WIDE else 4.4), layout="constrained")
         ax = fig.subplots()
         styles = {"model": ("s", COLORS[5], "pool model, one answer"),
-                  "random": ("X", COLORS[4], "random routing, one answer")}
+                  "random": ("X", COLORS[4], "random routing, one answer"),
+                  "lookup": ("D", COLORS[3], "category lookup, one answer")}
         for kind, (marker, color, label) in styles.items():
             mine = [p for p in points if p.kind == kind]
             if mine:
                 ax.scatter([p.cost_per_1k_usd for p in mine], [p.accuracy for p in mine],
                            marker=marker, color=color, s=46, label=label, zorder=3)
+        heads = [p for p in points if p.kind == "head"]
+        if heads:
+            ax.scatter([p.cost_per_1k_usd for p in heads], [p.accuracy for p in heads],
+                       marker="o", facecolors="none", edgecolors=COLORS[2], s=30, zorder=3,
+                       label="head that lost, live sessions")
         if kings[:-1]:
             ax.scatter([p.cost_per_1k_usd for p in kings[:-1]], [p.accuracy for p in kings[:-1]],
                        marker="o", color=COLORS[0], alpha=0.35, s=36, zorder=3,
@@ -297,8 +313,9 @@ def cost_svg(points: Sequence[Any], oracle: float | None, frame: Frame = WIDE) -
         ax.set_title("Accuracy against cost", loc="left")
         fig.legend(loc="outside lower left", ncols=3 if frame is WIDE else 1, frameon=False)
         ax.grid(alpha=0.3)
-        _place_labels(fig, ax, [p for p in points if p.kind != "king"] + kings[-1:], frame)
-        return _svg(fig)
+        _place_labels(fig, ax, [p for p in points if p.kind not in ("king", "head")]
+                      + kings[-1:], frame)
+    return fig
 
 
 def frontier(points: Sequence[Any]) -> list[Any]:

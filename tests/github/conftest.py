@@ -96,6 +96,7 @@ class FakeGitHub:
     app_installed: bool = True
     reviews: dict[int, list[dict]] = field(default_factory=dict)  # run id → deployment reviews
     actor_now: dict | None = None  # who the call being answered acts as
+    attestations: list[dict] = field(default_factory=list)  # what actions/attest signed
 
     # -------------------------------------------------------- actors and their tokens
 
@@ -754,6 +755,7 @@ class Replayer:
         self.steps: dict[str, dict] = {}
         self.github = github  # mints each job's workflow token, holds the secrets and variables
         self.token = "no-token"
+        self.workflow = ""
 
     def context(self, expr: str, job_failed: bool) -> object:
         expr = expr.strip()
@@ -807,6 +809,7 @@ class Replayer:
 
     def run_job(self, workflow: str, job: str) -> JobRun:
         spec = load_workflow(workflow)["jobs"][job]
+        self.workflow = workflow
         results = [needed.get("result", "success") for needed in self.needs.values()]
         self.cancelled = "cancelled" in results
         condition = str(spec.get("if", "success()")).removeprefix("${{").removesuffix("}}")
@@ -842,6 +845,8 @@ class Replayer:
             dest = Path(self.expand(step["with"]["path"]))
             dest.mkdir(parents=True, exist_ok=True)
             shutil.copy(self.artifacts[step["with"]["name"]], dest)  # under its own name
+        if uses.startswith("actions/attest@"):
+            return self._attest(Path(self.expand(step["with"]["subject-checksums"]))), {}
         if uses or step["run"].startswith("python -m pip install"):
             return True, {}
         output_file = self.tmp / f"output-{len(self.steps)}"
@@ -853,6 +858,25 @@ class Replayer:
         ok = self._bash(step["run"], env, log) if self.bash else self._inprocess(step["run"], env, log)
         outputs = dict(line.split("=", 1) for line in output_file.read_text().splitlines() if line)
         return ok, outputs
+
+    def _attest(self, checksums: Path) -> bool:
+        """GitHub's artifact attestation of each subject in a checksums file. Refused as GitHub
+        refuses it: with no OIDC token to sign with (`id-token: write`), no right to store it
+        (`attestations: write`), or a subject that is not a digest and a name."""
+        granted = (self.github.actor(self.token) or {}).get("permissions") or {}
+        if granted.get("id-token") != "write" or granted.get("attestations") != "write":
+            return False
+        try:
+            lines = checksums.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return False
+        subjects = [line.split("  ", 1) for line in lines]
+        if not subjects or not all(len(s) == 2 and re.fullmatch(r"[0-9a-f]{64}", s[0])
+                                   for s in subjects):
+            return False
+        self.github.attestations += [{"name": name, "sha256": digest, "workflow": self.workflow}
+                                     for digest, name in subjects]
+        return True
 
     def _bash(self, script: str, env: dict, log: list[str]) -> bool:
         path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"

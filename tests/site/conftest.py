@@ -133,6 +133,8 @@ class Board:
         identity = identity or self.attempt(miner, generation, day - 0.1)
         king = self.kings[-1] if self.kings else None
         record = {"format": 1, **identity, "evaluated_at": stamp(day), "outcome": outcome,
+                  "against": king and {k: king[k] for k in ("miner", "generation", "pr",
+                                                           "head_sha")},
                   "composite": None, "king_composite": None, "delta": None, "reason": reason,
                   "benchmark_manifest": None, "partition_commitment": None,
                   "isolation": "bubblewrap: own pid, network, mount and ipc namespaces"}
@@ -154,10 +156,13 @@ class Board:
                                "scores": {b: p["score"] for b, p in breakdown(composite).items()},
                                "per_benchmark": record["per_benchmark"], "previous": king})
         if outcome == "lost":  # the disclosure rule keeps only these, rounded, as evaluate does
-            record.update(ci95=[-0.06, 0.01], composite=round(composite, 2),
-                          delta=round(record["delta"], 2),
-                          crown_test={"stage": 1, "difference": -0.02, "se": 0.02, "z": -1.0,
-                                      "live_items": 20, "live_sessions": 120})
+            # a loss far enough behind is significantly worse than its king (z below -2.878)
+            delta = record["delta"]
+            record.update(ci95=[round(delta - 0.02, 2), round(delta + 0.02, 2)],
+                          composite=round(composite, 2), delta=round(delta, 2),
+                          crown_test={"stage": 1, "difference": round(delta, 2), "se": 0.01,
+                                      "z": round(delta / 0.01, 2), "live_items": 20,
+                                      "live_sessions": 120})
             record = {key: record[key] for key in PUBLIC_FIELDS[LOST]}
         name = f"{generation}.json"
         if outcome in UNSCORED:

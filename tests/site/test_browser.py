@@ -16,7 +16,16 @@ from pathlib import Path
 from urllib.parse import quote, urldefrag, urljoin
 
 import pytest
-from browsing import SCHEMES, WIDTHS, Visitor, chromium, king_card, phone_verdicts, serving
+from browsing import (
+    SCHEMES,
+    WIDTHS,
+    Visitor,
+    chromium,
+    king_card,
+    leaderboard_rows,
+    phone_verdicts,
+    serving,
+)
 from conftest import LONG_NAME
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -51,7 +60,8 @@ def visitor(browser, servers):
 
 
 PAGES = {  # name → path (None: the reigning king's router card)
-    "home": "", "router-card": None, "queue": "queue/", "history": "history/",
+    "home": "", "leaderboard": "leaderboard/", "router-card": None, "queue": "queue/",
+    "history": "history/",
     "evaluations": "evaluations/", "miner": "miners/%40heidi/", "fairness": "fairness/",
     "faq": "faq/", "rewards": "rewards/",
 }
@@ -71,6 +81,11 @@ def test_every_page_in_both_schemes_and_at_both_widths(servers, visitor, name, s
 
 def test_a_phone_shows_every_verdicts_outcome_and_composite(servers, visitor):
     phone_verdicts(visitor("busy", "dark", "phone"), servers["busy"][1], "busy")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_ranked_table_shows_the_downloads_numbers(servers, visitor, width):
+    leaderboard_rows(visitor("busy", "light", width), servers["busy"][1], "busy")
 
 
 def test_home_shows_the_king_and_the_cost_chart(servers, visitor):
