@@ -113,13 +113,9 @@ def _finite_float(text: str) -> float:
     return value
 
 
-FINITE = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)  # see below
-
-
 def loads_finite(text: str) -> Any:
     """JSON whose numbers are all finite: NaN, Infinity and overflowing literals such as
-    1e400 raise ValueError instead of becoming numbers no arithmetic or writer can use.
-    (`FINITE` is the same reader, for reading values one after another in a longer text.)"""
+    1e400 raise ValueError instead of becoming numbers no arithmetic or writer can use."""
     return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
 
 

@@ -30,13 +30,10 @@ checks every file.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -48,7 +45,6 @@ import referencing
 
 from evaluator.errors import LeaderboardError
 from evaluator.files import (
-    FINITE,
     append_line,
     dumps,
     dumps_line,
@@ -145,21 +141,12 @@ def read_json(path: Path, kind: type = dict) -> Any:
 
 
 def read_json_lines(path: Path) -> list[dict[str, Any]]:
-    """The objects of a JSONL file, one per non-empty line; a bad line is named.
-
-    A log as this code writes it (one object a line, each ending in a newline) is read object
-    after object where it lies in the file, with no copy of a season's text; anything else (a
-    blank line, a line that is not one object) is read line by line, which names the first bad
-    one.
-    """
+    """The objects of a JSONL file, one per non-empty line (LF or CRLF: a string may hold any
+    other line separator); a bad line is named."""
     if not path.is_file():
         return []
-    text = path.read_text(encoding="utf-8")
-    rows = _objects_by_line(text)
-    if rows is not None:
-        return rows
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -171,41 +158,6 @@ def read_json_lines(path: Path) -> list[dict[str, Any]]:
             raise LeaderboardError(f"{path}:{number} should be a JSON object")
         rows.append(row)
     return rows
-
-
-def _objects_by_line(text: str) -> list[dict[str, Any]] | None:
-    """Each line's object when every line holds exactly one and ends in a newline (CRLF too),
-    else None."""
-    rows, at, end = [], 0, len(text)
-    try:
-        while at < end:
-            row, after = FINITE.raw_decode(text, at)
-            if type(row) is not dict or text.find("\n", at, after) >= 0:
-                return None
-            at = after
-            rows.append(row)
-            if text.startswith("\n", at):
-                at += 1
-            elif text.startswith("\r\n", at):
-                at += 2
-            else:
-                return None
-    except ValueError:
-        return None
-    return rows
-
-
-@contextmanager
-def _collector_waits() -> Iterator[None]:
-    """Reading a season's log makes tens of thousands of small objects and no cycle; the
-    cyclic garbage collector, which would walk them again at every few hundred, runs after."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 # ---------------------------------------------------------------- the store
@@ -279,10 +231,9 @@ class Store:
 
     def attempts(self) -> list[Attempt]:
         path = self.file(ATTEMPTS_FILE)
-        with _collector_waits():
-            rows = read_json_lines(path)
-            if self.lenient:
-                return [Attempt.from_dict(row) for row in rows]
+        rows = read_json_lines(path)
+        if self.lenient:
+            return [Attempt.from_dict(row) for row in rows]
         where = [f"{self.relative(path)} line {number}" for number in range(1, len(rows) + 1)]
         for line, row in zip(where, rows, strict=True):
             self._checked("attempt", row, Path(line))
