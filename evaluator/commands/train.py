@@ -95,7 +95,10 @@ def kings_held_out(repo: Path, rules: Competition) -> dict[str, list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    # the trainer and torch load only when training runs, so --help works on the core install
+    # the trainer and torch load only when training runs, so --help works on the core install;
+    # both are imported before any data is read, so a core install hears which extra it lacks first
+    import cma  # noqa: F401
+    import torch
     from tqdm import tqdm
 
     from evaluator.errors import TrainingError
@@ -123,8 +126,6 @@ def run(args: argparse.Namespace) -> int:
         role_rows=rules.train_role_rows if args.role_rows is None else args.role_rows,
         **{name: getattr(args, name) for name in TRAINING_OPTIONS})
     if args.threads:
-        import torch
-
         torch.set_num_threads(args.threads)
     data = load_training_set(args.data, config.benchmarks, rules)
     kings = kings_held_out(args.repo, rules) if args.holdout_king else None
