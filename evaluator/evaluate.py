@@ -94,10 +94,12 @@ class HeadRun:
         return float(sum(o.cost_usd for runs in self.live.values() for o in runs))
 
     def measured(self, bench: str, rules: Competition) -> Measured:
+        best = self.best.get(bench, {})
         return measured(self.correct[bench]["eval"], self.correct[bench]["audit"],
                         self.live.get(bench, []), rules,
-                        *(self.best.get(bench, {}).get(s, ()) for s in PARTITION),
-                        rest_correct=self.correct[bench].get(REST, ()))
+                        *(best.get(s, ()) for s in PARTITION),
+                        rest_correct=self.correct[bench].get(REST, ()),
+                        rest_best=best.get(REST, ()))
 
     def all_measured(self, rules: Competition) -> dict[str, Measured]:
         return {bench: self.measured(bench, rules) for bench in rules.benchmarks}
@@ -118,7 +120,7 @@ class HeadRun:
             items[bench][LIVE_SPLIT] = [
                 {"id": o.item_id, "correct": o.correct, "n_turns": o.n_turns,
                  "cost_usd": o.cost_usd, "decisions": [[d.model, d.role] for d in o.decisions],
-                 "status": o.status}
+                 "status": o.status, "replayed": o.replayed}
                 for o in self.live.get(bench, [])]
         return HeadRecord(miner=contender.miner, generation=contender.generation,
                           pr=contender.pr, head_sha=contender.head_sha, composite=self.composite,
@@ -189,10 +191,10 @@ def measure_cached(run: HeadRun, router: Decider, theta: np.ndarray,
     model, whose answers on the same items the overfit gap compares with."""
     for bench in rules.benchmarks:
         rows = halves[bench]
+        sets = [s for s in CACHED_SETS if s in rows]
         if best is not None:
             run.best[bench] = {split: [r.answers[best[bench]].correct for r in rows[split]]
-                               for split in PARTITION}
-        sets = [s for s in CACHED_SETS if s in rows]
+                               for split in sets}
         transcripts = [coordinator_transcript(r.item.prompt, []) for s in sets for r in rows[s]]
         decisions = router.decide(transcripts, theta, reuse=True)
         run.ids[bench] = {split: [r.item.id for r in rows[split]] for split in sets}
@@ -281,7 +283,8 @@ def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: 
     novelties = {b: novelty(mine.decisions[b]["eval"],
                             None if theirs is None else theirs.decisions[b]["eval"], rules)
                  for b in rules.benchmarks}
-    runs = [(theirs, king), (mine, challenger)] if theirs is not None else [(mine, challenger)]
+    # the challenger plays first: the king's sessions replay its calls where they decide alike
+    runs = [(mine, challenger)] + ([(theirs, king)] if theirs is not None else [])
     for number, stage in enumerate(live_stages(sets, stamp.partition.seed, rules), start=1):
         for run, contender in runs:
             try:
