@@ -389,7 +389,8 @@ def evaluate_submission(repo: Path, relpath: str, open_sets: Callable[[], Sets],
                         earlier_dir: Path | None = None) -> Result:
     """Re-check every gate (scope included, on this checkout of the base branch), find the
     king, compare behaviours on public items with the king's and every earlier attempt's
-    (their folders read from `earlier_dir`, default the repository), then open the hidden sets
+    (their weights read from the head cache `earlier_dir`, default the repository's folders;
+    a head not there is not compared, and the result lists its PR), then open the hidden sets
     and evaluate.
 
     With `require_gates_pass`, the attempts log must record a gates pass for `pr` at
@@ -413,11 +414,13 @@ def evaluate_submission(repo: Path, relpath: str, open_sets: Callable[[], Sets],
             raise LeaderboardError(f"{relpath} is the reigning king already")
         king = load_contender(repo, submission_path(reigning.miner, reigning.generation), rules,
                               reigning.pr, reigning.head_sha)
-    earlier = earlier_contenders(earlier_dir or repo, earlier_attempts(
-        store, challenger.miner, pr, head_sha, reigning), rules)
+    earlier, missing = earlier_contenders(earlier_attempts(
+        store, challenger.miner, pr, head_sha, reigning), rules, earlier_dir, repo)
+    not_compared = tuple(sorted({a.pr for _, a in missing if a.pr is not None})) or None
     public = public_routing(challenger, king, router, public_items(), earlier)
     reason = behaviour_reason(public, rules)
     if reason is not None:
-        return stamp.result(REJECTED, reason=reason)
-    return evaluate(challenger, king, open_sets(), router, run_live, rules, stamp.now,
-                    stamp.manifest_hash, drawn, public)
+        return stamp.result(REJECTED, reason=reason, not_compared=not_compared)
+    return dataclasses.replace(evaluate(challenger, king, open_sets(), router, run_live, rules,
+                                        stamp.now, stamp.manifest_hash, drawn, public),
+                               not_compared=not_compared)

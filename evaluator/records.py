@@ -55,13 +55,16 @@ IDENTITY_FIELDS = ("format", "miner", "generation", "pr", "head_sha", "evaluated
 # The disclosure rule as data: the public record of each outcome holds exactly these fields.
 PUBLIC_FIELDS = {
     KING: (*IDENTITY_FIELDS, "outcome", "composite", "king_composite", "delta", "ci95",
-           "crown_test", "reason", "per_benchmark", "live_cost_usd", "router_card", "isolation"),
-    LOST: (*IDENTITY_FIELDS, "outcome", "composite", "delta", "ci95", "crown_test", "isolation"),
-    **{outcome: (*IDENTITY_FIELDS, "outcome", "reason", "composite", "delta", "isolation")
+           "crown_test", "reason", "per_benchmark", "live_cost_usd", "router_card", "isolation",
+           "not_compared"),
+    LOST: (*IDENTITY_FIELDS, "outcome", "composite", "delta", "ci95", "crown_test", "isolation",
+           "not_compared"),
+    **{outcome: (*IDENTITY_FIELDS, "outcome", "reason", "composite", "delta", "isolation",
+                 "not_compared")
        for outcome in UNSCORED},
 }
 # Public fields a record written before they were kept lacks (the schema does not require them)
-LATER_FIELDS = ("isolation", "crown_test")
+LATER_FIELDS = ("isolation", "crown_test", "not_compared")
 # What the disclosure rule rounds: in a loss, these fields; in a king's breakdown, these parts.
 ROUNDED_IN_LOSS = ("composite", "delta", "ci95")
 ROUNDED_IN_TEST = ("difference", "weighted", "se", "z")  # a loss's crown test, at the disclosure precision
@@ -141,7 +144,7 @@ class Attempt(HeadRef):
 
     `fingerprint` is the head's model rows as gate 3 compares them (see gates.fingerprint),
     None when its weights could not be read; `gates_passed`/`failed_gate` say how its gates
-    ended.
+    ended; `shown_at` when GitHub first showed the head on a pull request.
     """
 
     at: str
@@ -150,10 +153,19 @@ class Attempt(HeadRef):
     gates_passed: bool = field(default=False, metadata=on_disk("gates.passed"))
     failed_gate: int | None = field(default=None, metadata=on_disk("gates.failed"))
     seen: Seen | None = field(default=None, metadata=on_disk(omit_none=True))
+    shown_at: str | None = field(default=None, metadata=on_disk(omit_none=True))
 
     @property
     def time(self) -> datetime:
         return parse_time(self.at)
+
+    @property
+    def precedence(self) -> tuple[datetime, int]:
+        """Which of two heads is the earlier one: when GitHub first showed it on a pull
+        request (`shown_at`; the time its gates ran where no run said), then the lower PR
+        number (GitHub numbers pull requests as they are opened; its times are to the
+        second)."""
+        return parse_time(self.shown_at or self.at), self.pr or 0
 
     @property
     def is_original(self) -> bool:
@@ -199,6 +211,9 @@ class Result(HeadRef):
     live_cost_usd: float | None = None
     router_card: dict[str, Any] | None = None  # a new king's routing mix and cost (public)
     isolation: str | None = None  # how the graded code was sandboxed (public, every outcome)
+    # the earlier attempts (their PRs) the behavioural check could not compare with, their
+    # heads not to be had (public, every outcome)
+    not_compared: tuple[int, ...] | None = None
     partition: Partition | None = field(default=None, compare=False)
     challenger_run: HeadRecord | None = field(default=None, compare=False,
                                               metadata=on_disk("challenger"))

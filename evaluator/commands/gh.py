@@ -26,6 +26,7 @@ from evaluator.errors import GitHubError, VaultError
 from evaluator.files import format_time, utc_now
 from evaluator.github import (
     GitHub,
+    fetch_heads,
     fetch_submission,
     head_commit,
     installation_token,
@@ -94,12 +95,14 @@ def add_gh(gh: argparse.ArgumentParser) -> None:
     fetch.add_argument("--head-sha", required=True)
     fetch.add_argument("--submission", required=True, help="submissions/<login>/<n>")
 
-    earlier = verb("fetch-earlier", "copy every earlier attempt's folder that the behavioural "
-                   "check compares (other miners' heads that passed the gates) from its PR head "
-                   "into OUT as data", run_fetch_earlier, repo=True)
+    earlier = verb("fetch-earlier", "keep the weights of every earlier head the behavioural "
+                   "check compares (other miners' heads that passed the gates) in the head cache "
+                   "OUT, by their SHA-256, fetching only those it does not hold; a head that "
+                   "cannot be fetched is listed as not compared", run_fetch_earlier, repo=True)
     earlier.add_argument("--head-sha", required=True, help="the head being evaluated")
     earlier.add_argument("--submission", required=True, help="submissions/<login>/<n>")
-    earlier.add_argument("--out", type=Path, required=True, help="the folder to copy them into")
+    earlier.add_argument("--out", type=Path, required=True,
+                         help="the head cache (kept between evaluations where it can be)")
 
     comment = verb("comment", "create or update the bot's one comment with MARKER", run_comment)
     comment.add_argument("--marker", required=True, help="the HTML comment that marks it")
@@ -300,13 +303,13 @@ def run_fetch_earlier(args: argparse.Namespace) -> int:
     parsed = parse_submission_path(args.submission)
     if parsed is None:
         raise GitHubError(f"{args.submission!r} is not a submissions/<login>/<generation> folder")
-    store = Store(args.repo)
+    store = Store(args.repo, lenient=True)  # its lines were checked as they were written
     attempts = earlier_attempts(store, parsed[0], _pr(args), _sha(args.head_sha), store.king())
-    client = _client(args)
-    for attempt in attempts:
-        fetch_submission(client, args.out, attempt.head_sha or "",
-                         submission_path(attempt.miner, attempt.generation), args.rules)
-    _say(f"copied {len(attempts)} earlier attempt folder(s) as data")
+    fetched, missing = fetch_heads(_client(args), args.out, attempts, args.rules)
+    for attempt, why in missing:
+        _say(f"not compared: the attempt of PR #{attempt.pr} ({attempt.miner}): {why}")
+    _say(f"{len(attempts)} earlier head(s) to compare: {fetched} fetched, "
+         f"{len(attempts) - fetched - len(missing)} already kept, {len(missing)} not to be had")
     return 0
 
 
@@ -406,7 +409,8 @@ def run_encrypt_result(args: argparse.Namespace) -> int:
 def run_decrypt_result(args: argparse.Namespace) -> int:
     number, sha = _pr(args), _sha(args.head_sha)
     try:
-        sealed = args.sealed.read_bytes()
+        with args.sealed.open("rb") as handle:  # no more than the cap is read (unlock refuses it)
+            sealed = handle.read(handover.MAX_SEALED_BYTES + 1)
     except OSError as exc:
         raise GitHubError(f"cannot read the sealed result {args.sealed}: {exc}") from exc
     try:

@@ -260,6 +260,7 @@ class FakeGitHub:
             (r"GET /git/trees/([0-9a-f]+)", lambda sha, **_: self._tree(sha)),
             (r"GET /git/blobs/([0-9a-f]+)", lambda sha, **_: self._blob(sha)),
             (r"GET /compare/([\w.-]+)\.\.\.([0-9a-f]+)", lambda b, h, **_: self._compare(b, h)),
+            (r"GET /contents/(.+)", lambda path, query, **_: self._contents(unquote(path), query)),
             (r"GET /pulls/(\d+)", lambda n, **_: self._pull(int(n))),
             (r"PATCH /pulls/(\d+)", lambda n, body, **_: self._patch_pull(int(n), body)),
             (r"GET /pulls/(\d+)/files", lambda n, query, **_: self._page(self.files[int(n)], query)),
@@ -270,7 +271,8 @@ class FakeGitHub:
             (r"PATCH /issues/comments/(\d+)", lambda i, body, **_: self._edit(int(i), body)),
             (r"POST /issues/(\d+)/labels", lambda n, body, **_: self._label(int(n), body)),
             (r"DELETE /issues/(\d+)/labels/(.+)", lambda n, name, **_: self._unlabel(int(n), name)),
-            (r"GET /actions/runs/(\d+)/approvals", lambda run, **_: self._approvals(int(run))),
+            (r"GET /actions/runs/(\d+)/approvals",
+             lambda run, query, **_: self._approvals(int(run), query)),
             (r"POST /actions/workflows/([^/]+)/dispatches",
              lambda wf, body, **_: (self.dispatches.append({"workflow": wf, **body}) or 204, None)),
         )
@@ -281,11 +283,11 @@ class FakeGitHub:
             "state": state, "comment": comment, "user": {"login": MAINTAINER},
             "environments": [{"name": "evaluation"}]})
 
-    def _approvals(self, run_id: int):
+    def _approvals(self, run_id: int, query: dict):
         granted = (self.actor_now or {}).get("permissions")
         if granted != "admin" and not (granted or {}).get("actions"):
             return 403, {"message": NOT_ACCESSIBLE}  # actions: read, at least
-        return 200, self.reviews.get(run_id, [])
+        return self._page(self.reviews.get(run_id, []), query)  # 30 a page unless asked
 
     def _pull(self, n: int):
         if n not in self.pulls:
@@ -311,7 +313,8 @@ class FakeGitHub:
         return 200, pull
 
     def _page(self, items: list, query: dict):
-        per_page, page = int(query.get("per_page", 30)), int(query.get("page", 1))
+        per_page = min(int(query.get("per_page", 30)), 100)  # GitHub gives 100 at most
+        page = int(query.get("page", 1))
         return 200, items[(page - 1) * per_page: page * per_page]
 
     def _merge(self, n: int, body: dict):
@@ -449,6 +452,29 @@ class FakeGitHub:
             return 404, {"message": "Not Found"}
         content = self._git("cat-file", "blob", sha)
         return 200, {"sha": sha, "size": len(content), "encoding": "base64",
+                     "content": base64.encodebytes(content).decode()}
+
+    def _contents(self, path: str, query: dict):
+        """GET /repos/{owner}/{repo}/contents/{path}?ref=: a file's bytes in base64 (or a
+        folder's listing, or a link's target), 404 where the ref or the path is not."""
+        ref = query.get("ref", "refs/heads/main")
+        if self._kind(ref) != "commit":
+            return 404, {"message": f"No commit found for the ref {ref}"}
+        listed = self._git("ls-tree", "-z", "--long", ref, "--", path).split(b"\0")[0]
+        if not listed:
+            return 404, {"message": "Not Found"}
+        meta, _ = listed.split(b"\t", 1)
+        mode, kind, oid, _ = meta.decode().split()
+        if kind == "tree":
+            return 200, [{"name": e["path"], "path": f"{path}/{e['path']}", "sha": e["sha"],
+                          "type": "dir" if e["type"] == "tree" else "file"}
+                         for e in self._tree(oid)[1]["tree"]]
+        content = self._git("cat-file", "blob", oid)
+        if mode == "120000":
+            return 200, {"type": "symlink", "target": content.decode(), "path": path,
+                         "sha": oid, "size": len(content)}
+        return 200, {"type": "file", "encoding": "base64", "size": len(content),
+                     "name": path.rsplit("/", 1)[-1], "path": path, "sha": oid,
                      "content": base64.encodebytes(content).decode()}
 
     def _compare(self, base: str, head: str):
