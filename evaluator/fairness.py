@@ -90,9 +90,9 @@ DISAGREEMENTS = (0.1, 0.3, 0.6)  # besides the least the behavioural check lets 
 ADVANTAGES = (0.01, 0.02, 0.03, 0.05)
 POWER_DISAGREEMENT = 0.3  # besides the least the behavioural check lets through
 SUBMISSIONS = (100, 300, 1000)
-# the campaign's trade: another final crown bar (the normal's upper 0.5 % point), with what it
+# the campaign's trade: another final crown bar (the normal's upper 0.1 % point), with what it
 # would do to the campaign and to a +0.03 challenger's chance
-OTHER_FINAL_Z = 2.576
+OTHER_FINAL_Z = 3.090
 PRICED_ADVANTAGE = 0.03
 Z95 = 1.959964
 CLIMB_CHECK_PARTITIONS = 16  # fresh partitions averaged to score a climber's head

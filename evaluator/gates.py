@@ -11,7 +11,7 @@ import logging
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -23,6 +23,7 @@ from evaluator.basis import BASIS_FILE, BasisError, FeatureBasis, read_basis
 from evaluator.changes import Change, raw_bytes
 from evaluator.errors import SubmissionError
 from evaluator.files import format_time, parse_time, utc_now
+from evaluator.lifecycle import recent, slot_opens
 from evaluator.records import Attempt, Seen
 from evaluator.rules import (
     RECEIPT_FILE,
@@ -57,9 +58,7 @@ class GateContext:
     # the season's attempts index when it matches the log (evaluator/attempts_index.py):
     # `attempts` then holds only the author's and this PR's lines, and gate 3 reads the index
     index: AttemptsIndex | None = None
-    # when GitHub first showed this head on a pull request (None: now): gate 3 compares it
-    # with the heads shown before it, whatever order their gates ran in
-    shown_at: str | None = None
+    shown_at: str | None = None  # when GitHub first showed this head (None: now); see `precedence`
 
     @property
     def precedence(self) -> tuple[datetime, int]:
@@ -222,19 +221,6 @@ def check_scope(sub: Submission, ctx: GateContext) -> str | None:
 
 # ---------------------------------------------------------------- gates 1–4
 
-def _recent(times: list[datetime], now: datetime, rules: Competition) -> list[datetime]:
-    window = timedelta(hours=rules.rate_limit_hours)
-    return sorted(t for t in times if now - window < t <= now)
-
-
-def slot_opens(times: list[datetime], now: datetime, rules: Competition) -> datetime | None:
-    """When a miner whose counted attempts were at `times` may submit again; None: now."""
-    recent = _recent(times, now, rules)
-    if len(recent) < rules.rate_limit_count:
-        return None
-    return recent[-rules.rate_limit_count] + timedelta(hours=rules.rate_limit_hours)
-
-
 def check_rate_limit(sub: Submission, ctx: GateContext) -> str | None:
     login = sub.login.lower()
     times = [a.time for a in ctx.attempts
@@ -243,7 +229,7 @@ def check_rate_limit(sub: Submission, ctx: GateContext) -> str | None:
              and a.head_sha not in ctx.refunded]
     opens = slot_opens(times, ctx.now, ctx.rules)
     if opens is not None:
-        return (f"{len(_recent(times, ctx.now, ctx.rules))} submission(s) in the last "
+        return (f"{len(recent(times, ctx.now, ctx.rules))} submission(s) in the last "
                 f"{ctx.rules.rate_limit_hours} h; the limit is {ctx.rules.rate_limit_count}. "
                 f"Your next slot opens at {format_time(opens)}")
     return None

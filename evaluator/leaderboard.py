@@ -70,7 +70,10 @@ def _crowned(result: Result, rules: Competition, slack: float = 0.0) -> bool:
     """Whether the published figures crown: the crown test, or for a record from before it,
     the margin and an interval above zero."""
     if result.crown_test is not None:
-        return published_crowns(result.crown_test, rules, slack)
+        # a loss's test says only where it ended (its figures read the audit): it crowned nothing
+        return "z" in result.crown_test and published_crowns(result.crown_test, rules, slack)
+    if result.ci95 is None:
+        return False
     return crowns(result.delta + slack, 0.0, result.ci95[0] + slack, rules)
 
 

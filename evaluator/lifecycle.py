@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from evaluator.records import (
@@ -110,13 +110,25 @@ def refunded(results: Iterable[Result], events: Iterable[dict[str, Any]]) -> fro
         h for h in unfinished - decided if isinstance(h, str))
 
 
+def recent(times: Iterable[datetime], now: datetime, rules: Competition) -> list[datetime]:
+    """The times within the rate limit's window before `now`, oldest first."""
+    window = timedelta(hours=rules.rate_limit_hours)
+    return sorted(t for t in times if now - window < t <= now)
+
+
+def slot_opens(times: list[datetime], now: datetime, rules: Competition) -> datetime | None:
+    """When a miner whose counted attempts were at `times` may submit again; None: now."""
+    found = recent(times, now, rules)
+    if len(found) < rules.rate_limit_count:
+        return None
+    return found[-rules.rate_limit_count] + timedelta(hours=rules.rate_limit_hours)
+
+
 def refund_spent(head: Attempt, attempts: Sequence[Attempt], refunded_now: frozenset[str],
                  rules: Competition) -> Attempt | None:
     """The later attempt of the same miner that passed the rate limit only because `head`'s
     slot was refunded, if any: counting `head` again would put that one over the limit (two
     evaluations for one slot)."""
-    from evaluator.gates import slot_opens
-
     mine = [a for a in attempts if a.miner.lower() == head.miner.lower()
             and a.head_sha not in refunded_now and (a.pr, a.head_sha) != (head.pr, head.head_sha)]
     for later in (a for a in mine if a.time > head.time):

@@ -2,8 +2,9 @@
 
 A `Result` is one evaluation. `public()` applies the disclosure rule in one place (SPEC §8):
 a new king shows every component (its audit accuracy at the disclosure precision), a loss
-only its composite, its delta to the king and the interval of that delta, all at the
-disclosure precision, a rejection only its reason. `private()` keeps everything, per item
+only its composite and its delta to the king at the disclosure precision and the live stage
+its crown test ended at (none of the test's figures: they read the never-published audit), a
+rejection only its reason. `private()` keeps everything, per item
 and with the partition's secret seed, for the maintainers.
 Every record is a `HeadRef` (miner, generation, PR, head) plus its own fields, read and written
 by the one codec (`evaluator.codec`): `from_dict` reads loosely, so the site can display what a
@@ -66,8 +67,11 @@ PUBLIC_FIELDS = {
 # Public fields a record written before they were kept lacks (the schema does not require them)
 LATER_FIELDS = ("isolation", "crown_test", "not_compared")
 # What the disclosure rule rounds: in a loss, these fields; in a king's breakdown, these parts.
-ROUNDED_IN_LOSS = ("composite", "delta", "ci95")
-ROUNDED_IN_TEST = ("difference", "weighted", "se", "z")  # a loss's crown test, at the disclosure precision
+ROUNDED_IN_LOSS = ("composite", "delta")
+# What a loss shows of its crown test: where it ended, none of its figures. They read the
+# never-published audit, and a campaign keeping whichever loss's figures went up would climb
+# there (`tinyrouter fairness`, the climber); its interval goes with them.
+LOSS_TEST = ("stage", "live_items", "live_sessions")
 ROUNDED_IN_BREAKDOWN = ("audit_acc",)
 PRIVATE_ONLY = ("partition", "challenger_run", "king_run")  # never in a public record
 
@@ -232,10 +236,10 @@ class Result(HeadRef):
             public.update(composite=None, delta=None)
         if self.outcome == LOST:
             public.update({name: disclosed(public[name], precision) for name in ROUNDED_IN_LOSS})
+            public["ci95"] = None
             if public["crown_test"] is not None:
-                test = public["crown_test"]
-                test.update({name: disclosed(test[name], precision)
-                             for name in ROUNDED_IN_TEST if name in test})
+                public["crown_test"] = {name: public["crown_test"][name] for name in LOSS_TEST
+                                        if name in public["crown_test"]}
         if public.get("per_benchmark"):
             public["per_benchmark"] = {
                 bench: {**parts, **{name: disclosed(parts[name], precision)

@@ -16,14 +16,14 @@ import json
 import os
 import re
 from collections.abc import Callable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from evaluator import handover, recording, vault
+from evaluator import handover, precedence, recording, vault
 from evaluator.commands.leaderboard import load_result
 from evaluator.commands.output import github_output, say, set_outputs, write_json_out
 from evaluator.contenders import earlier_attempts
 from evaluator.errors import GitHubError, VaultError
-from evaluator.files import format_time, utc_now
+from evaluator.files import format_time, try_parse_time, utc_now
 from evaluator.github import (
     GitHub,
     fetch_heads,
@@ -31,6 +31,7 @@ from evaluator.github import (
     head_commit,
     installation_token,
     publish,
+    submission_folder,
 )
 from evaluator.leaderboard import mark_unfinished
 from evaluator.lifecycle import REFUNDED, unfinished
@@ -42,7 +43,6 @@ from evaluator.store import (
     LEADERBOARD_DIR,
     Store,
     parse_submission_path,
-    submission_path,
 )
 
 GATES_MARKER = "<!-- tinyrouter:gates -->"
@@ -82,6 +82,18 @@ def add_gh(gh: argparse.ArgumentParser) -> None:
                            "the PR at this head (the gates-passed label is only a display)")
     info.add_argument("--require-undecided", action="store_true",
                       help="fail if this head already has a decisive result")
+    info.add_argument("--run-id", type=int,
+                      help="this gates run: its creation time, when GitHub first showed the head "
+                           "on the pull request, becomes the shown_at output")
+
+    pending = verb("pending", "copy in, as data, the heads of other miners' open pull requests "
+                   "opened before this head was shown and not in the attempts log (the gates "
+                   "hold a head that routes like one of them until its gates have run)",
+                   run_pending, repo=True)
+    pending.add_argument("--author", required=True, help="this pull request's author")
+    pending.add_argument("--shown-at", required=True,
+                         help="when GitHub first showed this head (pr-info's shown_at)")
+    pending.add_argument("--out", type=Path, required=True, help="the folder to copy them into")
 
     files = verb("changed-files", "write a head's changes as `git diff --name-status`",
                  run_changed_files, pr=False)
@@ -229,20 +241,6 @@ def _client(args: argparse.Namespace) -> GitHub:
     return GitHub.from_env(args.repository)
 
 
-def submission_folder(paths: list[str], author: str) -> str:
-    """The submission folder a PR adds: the first safe `submissions/<a>/<b>`, else the author's.
-
-    The fallback lets gate 0 explain what is wrong instead of the workflow failing blind.
-    """
-    for path in paths:
-        parts = PurePosixPath(path).parts
-        if len(parts) >= 3 and parts[0] == "submissions":
-            folder = "/".join(parts[:3])
-            if parse_submission_path(folder) is not None:
-                return folder
-    return submission_path(author, 1)
-
-
 # ---------------------------------------------------------------- handlers
 
 def run_pr_info(args: argparse.Namespace) -> int:
@@ -274,8 +272,25 @@ def run_pr_info(args: argparse.Namespace) -> int:
         raise GitHubError(f"PR #{number} at {head[:12]} is already {state} and is not "
                           f"evaluated again ({why})")
     paths = [f.path for f in github.changed_files(number) if f.status == "added"]
-    set_outputs({"pr": str(number), "author": pull.author, "head_sha": head,
-                 "submission": submission_folder(paths, pull.author)})
+    outputs = {"pr": str(number), "author": pull.author, "head_sha": head,
+               "submission": submission_folder(paths, pull.author)}
+    if args.run_id is not None:
+        outputs["shown_at"] = precedence.shown_at(github, args.run_id)
+    set_outputs(outputs)
+    return 0
+
+
+def run_pending(args: argparse.Namespace) -> int:
+    if not is_name(args.author):
+        raise GitHubError(f"--author {args.author!r} is not a GitHub login")
+    moment = try_parse_time(args.shown_at)
+    if moment is None:
+        raise GitHubError(f"--shown-at {args.shown_at!r} is not a UTC time")
+    store = Store(args.repo, lenient=True)  # its lines were checked as they were written
+    found = precedence.collect(_client(args), store.attempts(), _pr(args), args.author,
+                               format_time(moment), args.out, args.rules)
+    _say(f"{len(found)} open pull request head(s) shown before this one, not gated yet: "
+         + (", ".join(p.what for p in found) or "none"))
     return 0
 
 

@@ -4,7 +4,7 @@ into the head cache) and `pushes` (git: publishing leaderboard/ by optimistic co
 The names callers use are here."""
 
 from evaluator.github.app import APP_PERMISSIONS, installation_token
-from evaluator.github.fetch import fetch_heads, fetch_submission
+from evaluator.github.fetch import fetch_heads, fetch_submission, submission_folder
 from evaluator.github.pushes import head_commit, publish, read_at, sync
 from evaluator.github.rest import (
     SECONDARY_WAIT_S,
@@ -19,5 +19,5 @@ from evaluator.github.rest import (
 __all__ = [
     "APP_PERMISSIONS", "SECONDARY_WAIT_S", "WAIT_BUDGET_S", "ChangedFile", "GitHub",
     "GitHubHTTPError", "MergeRefused", "PullRequest", "fetch_heads", "fetch_submission",
-    "head_commit", "installation_token", "publish", "read_at", "sync",
+    "head_commit", "installation_token", "publish", "read_at", "submission_folder", "sync",
 ]

@@ -8,7 +8,7 @@ import logging
 import os
 import shutil
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from evaluator.errors import GitHubError
 from evaluator.files import write_atomic
@@ -22,6 +22,20 @@ log = logging.getLogger(__name__)
 MAX_ENTRIES = 64  # a submission holds three files; anything far beyond is not copied
 REGULAR_MODES = ("100644", "100755")
 LINK_MODE = "120000"
+
+
+def submission_folder(paths: list[str], author: str) -> str:
+    """The submission folder a PR adds: the first safe `submissions/<a>/<b>`, else the author's.
+
+    The fallback lets gate 0 explain what is wrong instead of the workflow failing blind.
+    """
+    for path in paths:
+        parts = PurePosixPath(path).parts
+        if len(parts) >= 3 and parts[0] == "submissions":
+            folder = "/".join(parts[:3])
+            if parse_submission_path(folder) is not None:
+                return folder
+    return submission_path(author, 1)
 
 
 def fetch_submission(github: GitHub, repo: Path, head_sha: str, folder: str,

@@ -81,6 +81,7 @@ class PullRequest:
     merged: bool
     base_ref: str
     labels: tuple[str, ...] = field(default=())
+    created_at: str = ""  # when it was opened, as GitHub says (ISO 8601, UTC)
 
 
 @dataclass(frozen=True)
@@ -225,11 +226,30 @@ class GitHub:
     # ---------------------------------------------------------------- pull requests
 
     def pull(self, number: int) -> PullRequest:
-        data = self.request("GET", f"/pulls/{int(number)}").json()
-        return PullRequest(number=int(data["number"]), author=str(data["user"]["login"]),
-                           head_sha=str(data["head"]["sha"]), state=str(data["state"]),
-                           merged=bool(data.get("merged")), base_ref=str(data["base"]["ref"]),
-                           labels=tuple(str(label["name"]) for label in data.get("labels", [])))
+        return _pull(self.request("GET", f"/pulls/{int(number)}").json())
+
+    def open_pulls(self) -> list[PullRequest]:
+        """Every open pull request, oldest first, every page."""
+        pulls: list[PullRequest] = []
+        for page in range(1, MAX_PAGES + 1):
+            batch = self.request("GET", "/pulls", params={
+                "state": "open", "sort": "created", "direction": "asc", "per_page": PER_PAGE,
+                "page": page}).json()
+            pulls += [_pull(data) for data in batch]
+            if len(batch) < PER_PAGE:
+                break
+        return pulls
+
+    def run_created(self, run_id: int) -> tuple[str, str]:
+        """(the event that started it, when GitHub created it) of one workflow run: for the
+        gates' run of a pull request, when GitHub first showed that head on the pull request
+        (a re-run keeps its run's creation time). The commit's own dates are its author's
+        to set; this one is GitHub's."""
+        data = self.request("GET", f"/actions/runs/{int(run_id)}").json()
+        event, created = data.get("event"), data.get("created_at")
+        if not isinstance(event, str) or not isinstance(created, str):
+            raise GitHubError(f"run {run_id} says no event or creation time; re-run the job")
+        return event, created
 
     def changed_files(self, number: int) -> list[ChangedFile]:
         """The PR's files at its current head."""
@@ -384,6 +404,14 @@ class GitHub:
             if len(data) < PER_PAGE:
                 break
         return reviews
+
+
+def _pull(data: dict) -> PullRequest:
+    return PullRequest(number=int(data["number"]), author=str(data["user"]["login"]),
+                       head_sha=str(data["head"]["sha"]), state=str(data["state"]),
+                       merged=bool(data.get("merged")), base_ref=str(data["base"]["ref"]),
+                       labels=tuple(str(label["name"]) for label in data.get("labels", [])),
+                       created_at=str(data.get("created_at") or ""))
 
 
 def _changed(entry: dict) -> ChangedFile:

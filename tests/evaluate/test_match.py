@@ -104,8 +104,11 @@ def test_weaker_challenger_loses_and_its_public_record_hides_the_components(
     assert result.outcome == "lost"
     assert tuple(sorted(public)) == tuple(sorted(PUBLIC_FIELDS[LOST]))
     assert public["delta"] < 0
-    for value in (public["composite"], public["delta"], *public["ci95"]):
+    for value in (public["composite"], public["delta"]):
         assert value == round(value, 2)
+    # nothing read on the never-published audit: no interval, no test figure
+    assert public["ci95"] is None and set(public["crown_test"]) == {"stage", "live_items",
+                                                                    "live_sessions"}
     check_result(public, RULES)
     # the private record keeps everything, for both heads, per item, exactly
     private = result.private(PRECISION)

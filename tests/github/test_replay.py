@@ -108,7 +108,7 @@ class World:
         pull["head"]["sha"] = sha
         pull["title"] = title or pull["title"]
         pull["head"]["ref"] = branch or pull["head"]["ref"]
-        return self.run("gates.yml", "gates", event, bash=bash)
+        return self.run("gates.yml", "gates", event, bash=bash, run_id=self.fake.gates_run(sha))
 
     def prepare(self, number: int, sha: str = ""):
         return self.run("evaluate.yml", "prepare", dispatch_event(number, sha))
@@ -580,14 +580,44 @@ def test_racing_prs_of_two_miners_both_keep_their_attempts(world, monkeypatch):
     assert sorted(a["pr"] for a in world.board("attempts.jsonl")) == [7, 8]  # no line lost
 
 
-def test_a_copy_racing_its_original_is_caught(world, monkeypatch):
+@pytest.mark.parametrize("first", ["original", "copy"])
+def test_the_original_wins_whichever_gates_job_runs_first(world, monkeypatch, clock, capsys,
+                                                          first):
+    """A copy opened seconds after its original, the same weights: GitHub showed the original
+    first, so it is the original, whichever gates job starts or pushes first. A copy whose job
+    runs first is held, re-reading main, until the original's gates have run."""
     original = world.open_pr(7, "alice", world.files("alice", seed=1))
     copied = world.open_pr(8, "bob", world.files("bob", seed=1))  # the same weights
-    interleave(monkeypatch, lambda: world.gates(7, original))
-    run, runner = world.gates(8, copied)  # re-run on main's newest state: the original is there
+    assert world.fake.shown[original] < world.fake.shown[copied]
+    if first == "original":
+        run, runner = world.gates(7, original)
+        assert passed(runner) == "true", run.log
+        run, runner = world.gates(8, copied)
+    else:
+        ran = []
+        monkeypatch.setattr("evaluator.precedence.pause", lambda *a: ran or ran.append(
+            world.gates(7, original)))
+        run, runner = world.gates(8, copied)  # held until the original's gates have run
+        assert "held: the head routes like that of PR #7 (alice)" in capsys.readouterr().out
 
     assert passed(runner) == "false", run.log
-    assert "Gate 3 (duplicate) failed" in world.fake.comment_bodies(8)[0]
+    assert "Gate 3 (duplicate) failed" in world.fake.comment_bodies(8)[-1]
+    assert "(alice," in world.fake.comment_bodies(8)[-1]
+    assert world.fake.labels[7] == {"gates-passed"} and world.fake.pulls[7]["state"] == "open"
+    attempts = {a["pr"]: a for a in world.board("attempts.jsonl")}
+    assert attempts[7]["gates"]["passed"] and not attempts[8]["gates"]["passed"]
+    assert attempts[7]["shown_at"] == world.fake.shown[original]
+
+
+def test_a_head_held_past_its_budget_fails_its_job_and_records_nothing(world, clock):
+    """The original's gates never ran (their job failed): the copy's job stops, recording
+    nothing, and says to run it again once they have."""
+    world.open_pr(7, "alice", world.files("alice", seed=1))
+    copied = world.open_pr(8, "bob", world.files("bob", seed=1))
+    run, runner = world.gates(8, copied)
+    assert run.outcomes["gates"] == "failure" and passed(runner) == ""
+    assert world.board("attempts.jsonl") is None and world.fake.comment_bodies(8) == []
+    assert sum(clock.sleeps) >= 900
 
 
 # ---------------------------------------------------------------- hostile pull requests
@@ -766,7 +796,7 @@ def loss(miner: str, pr: int, sha: str, at: str = "2026-11-20T12:00:00Z") -> dic
     return {"format": 1, "miner": miner, "generation": 1, "pr": pr, "head_sha": sha,
             "evaluated_at": at, "outcome": "lost", "benchmark_manifest": "f" * 64,
             "partition_commitment": "e" * 64, "composite": 0.5, "delta": -0.1,
-            "ci95": [-0.2, -0.01]}
+            "ci95": None}
 
 
 def test_prepare_pins_a_head_whose_gates_pass_is_recorded(world):
