@@ -10,10 +10,11 @@
   str or an outcome: "None" when absent), 0, 0.0, False or {}; a nested record reads whole or
   not at all (None, or left out of a dict), and unknown fields are ignored.
 
-Types understood: str, int, float, bool, Any, a StrEnum, `X | None`, fixed tuples (a JSON
-list), dict[str, X] and another record. Options per field, in its metadata (`on_disk`): the
-key on disk (a dotted key is a path into a nested object) and whether a None is left out. A record
-may name top-level keys its reader skips in `JSON_IGNORED` (a format version, a derived view).
+Types understood: str, int, float, bool, Any, a StrEnum, `X | None`, tuples (a JSON list, of
+fixed length or `tuple[X, ...]`), dict[str, X] and another record. Options per field, in its
+metadata (`on_disk`): the key on disk (a dotted key is a path into a nested object) and
+whether a None is left out. A record may name top-level keys its reader skips in
+`JSON_IGNORED` (a format version, a derived view).
 """
 
 from __future__ import annotations
@@ -221,6 +222,10 @@ def _read(kind: Any, value: Any, strict: bool, where: str, key: str) -> Any:
         except ValueError:
             raise _Wrong(f"should be one of {', '.join(m.value for m in base)}, not "
                          f"{_shown(value)}") from None
+    if base is tuple and len(args) == 2 and args[1] is Ellipsis:
+        if not isinstance(value, (list, tuple)):
+            raise _Wrong(f"should be a list, not {_shown(value)}")
+        return tuple(_read(args[0], v, strict, where, key) for v in value)
     if base is tuple:
         if not isinstance(value, (list, tuple)) or len(value) != len(args):
             raise _Wrong(f"should be a list of {len(args)}, not {_shown(value)}")

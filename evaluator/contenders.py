@@ -18,12 +18,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from evaluator.errors import BenchmarkError, LeaderboardError
+from evaluator.errors import BenchmarkError
 from evaluator.loop import coordinator_transcript
 from evaluator.records import REJECTED, Attempt, King
 from evaluator.rules import ROLES, WEIGHTS_FILE, Competition
 from evaluator.store import Store, submission_path
 from evaluator.submission import Submission, sha256_file
+from evaluator.submission.weights import read_weights, theta_from_tensors
 from evaluator.types import Decision, Item
 
 log = logging.getLogger(__name__)
@@ -121,53 +122,63 @@ def behaviour_reason(public: PublicRouting, rules: Competition) -> str | None:
     return None
 
 
-def judged_a_copy(store: Store, attempt: Attempt) -> bool:
-    """Whether the attempt's own evaluation rejected it as a duplicate: a copy is never the
-    original that a later head is compared with."""
-    result = store.decided(attempt.pr, attempt.head_sha)
-    return result is not None and result.outcome == REJECTED and \
-        (result.reason or "").startswith(BEHAVIOUR_GATE)
+def judged_copies(store: Store) -> set[tuple[int | None, str | None]]:
+    """(PR, head) of every attempt its own evaluation rejected as a duplicate: a copy is never
+    the original that a later head is compared with."""
+    return {(r.pr, r.head_sha) for r in store.results()
+            if r.outcome == REJECTED and (r.reason or "").startswith(BEHAVIOUR_GATE)}
 
 
 def earlier_attempts(store: Store, miner: str, pr: int | None, head_sha: str | None,
                      king: King | None) -> list[Attempt]:
     """The heads the behavioural check compares a challenger with besides the king: other
-    miners' attempts recorded before this one that passed every gate (open, evaluating or
-    decided), one per weights file, copies judged at evaluation left out."""
+    miners' attempts shown on a pull request before this one (`Attempt.precedence`, whatever
+    order their gates ran in) that passed every gate (open, evaluating or decided), one per
+    weights file, copies judged at evaluation left out."""
     attempts = store.attempts()
-    mine = next((i for i, a in enumerate(attempts)
-                 if head_sha is not None and (a.pr, a.head_sha) == (pr, head_sha)), len(attempts))
+    mine = next((a for a in attempts
+                 if head_sha is not None and (a.pr, a.head_sha) == (pr, head_sha)), None)
+    copies = judged_copies(store)
     found, seen = [], set()
-    for attempt in attempts[:mine]:
+    for attempt in attempts:
+        if (mine is not None and not attempt.precedence < mine.precedence) or attempt is mine:
+            continue
         if (not attempt.gates_passed or attempt.miner.lower() == miner.lower()
                 or attempt.head_sha is None or attempt.weights_sha256 in seen
                 or (king is not None and (attempt.miner.lower(), attempt.generation)
                     == (king.miner.lower(), king.generation))
-                or judged_a_copy(store, attempt)):
+                or (attempt.pr, attempt.head_sha) in copies):
             continue
         seen.add(attempt.weights_sha256)
         found.append(attempt)
     return found
 
 
-def earlier_contenders(folders: Path, attempts: Sequence[Attempt], rules: Competition
-                       ) -> list[tuple[str, Contender]]:
-    """Each earlier attempt's head, read as data from `folders` (a checkout holding their
-    `submissions/<login>/<n>` folders as copied from their PR heads). Fails closed: a folder
-    that is missing or holds other weights than the attempt recorded stops the evaluation."""
-    found = []
+def earlier_contenders(attempts: Sequence[Attempt], rules: Competition,
+                       heads: Path | None = None, repo: Path | None = None
+                       ) -> tuple[list[tuple[str, Contender]], list[tuple[str, Attempt]]]:
+    """Each earlier attempt's head, read as data: from `heads`, the runner's head cache (one
+    weights file per SHA-256 the gates recorded, `gh fetch-earlier`), or without one from the
+    `repo` checkout's submission folders. A head whose recorded weights are not there (its
+    commit could not be fetched) is not compared, and returned apart, so the evaluation goes
+    on and says which."""
+    from evaluator.github.fetch import cached_head
+
+    found, missing = [], []
     for attempt in attempts:
-        relpath = submission_path(attempt.miner, attempt.generation)
         what = f"the attempt of PR #{attempt.pr} ({attempt.miner})"
-        weights = Path(folders) / relpath / WEIGHTS_FILE
+        path = (cached_head(heads, attempt.weights_sha256 or "") if heads is not None else
+                Path(repo or ".") / submission_path(attempt.miner, attempt.generation)
+                / WEIGHTS_FILE)
         try:
-            same = sha256_file(weights) == attempt.weights_sha256
+            same = sha256_file(path) == attempt.weights_sha256
         except OSError:
             same = False
         if not same:
-            raise LeaderboardError(
-                f"{relpath} in {folders} is missing or is not {what} at {attempt.head_sha}; copy "
-                "the earlier attempts' folders in first (`tinyrouter gh fetch-earlier`)")
-        found.append((what, load_contender(Path(folders), relpath, rules, attempt.pr,
-                                           attempt.head_sha)))
-    return found
+            log.warning("behaviour: %s not compared (its head is not in the head cache)", what)
+            missing.append((what, attempt))
+            continue
+        theta = theta_from_tensors(*read_weights(path, rules))
+        found.append((what, Contender(attempt.miner, attempt.generation, theta, attempt.pr,
+                                      attempt.head_sha)))
+    return found, missing

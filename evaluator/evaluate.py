@@ -95,10 +95,12 @@ class HeadRun:
         return float(sum(o.cost_usd for runs in self.live.values() for o in runs))
 
     def measured(self, bench: str, rules: Competition) -> Measured:
+        best = self.best.get(bench, {})
         return measured(self.correct[bench]["eval"], self.correct[bench]["audit"],
                         self.live.get(bench, []), rules,
-                        *(self.best.get(bench, {}).get(s, ()) for s in PARTITION),
-                        rest_correct=self.correct[bench].get(REST, ()))
+                        *(best.get(s, ()) for s in PARTITION),
+                        rest_correct=self.correct[bench].get(REST, ()),
+                        rest_best=best.get(REST, ()))
 
     def all_measured(self, rules: Competition) -> dict[str, Measured]:
         return {bench: self.measured(bench, rules) for bench in rules.benchmarks}
@@ -120,7 +122,7 @@ class HeadRun:
             items[bench][LIVE_SPLIT] = [
                 {"id": o.item_id, "correct": o.correct, "n_turns": o.n_turns,
                  "cost_usd": o.cost_usd, "decisions": [[d.model, d.role] for d in o.decisions],
-                 "status": o.status}
+                 "status": o.status, "replayed": o.replayed}
                 for o in self.live.get(bench, [])]
         return HeadRecord(miner=contender.miner, generation=contender.generation,
                           pr=contender.pr, head_sha=contender.head_sha, composite=self.composite,
@@ -214,10 +216,10 @@ def measure_cached(run: HeadRun, router: Decider, theta: np.ndarray,
     model, whose answers on the same items the overfit gap compares with."""
     for bench in rules.benchmarks:
         rows = halves[bench]
+        sets = [s for s in CACHED_SETS if s in rows]
         if best is not None:
             run.best[bench] = {split: [r.answers[best[bench]].correct for r in rows[split]]
-                               for split in PARTITION}
-        sets = [s for s in CACHED_SETS if s in rows]
+                               for split in sets}
         transcripts = [coordinator_transcript(r.item.prompt, []) for s in sets for r in rows[s]]
         decisions = router.decide(transcripts, theta, reuse=True)
         run.ids[bench] = {split: [r.item.id for r in rows[split]] for split in sets}
@@ -303,7 +305,11 @@ def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: 
     if king is not None:
         theirs = HeadRun()
         measure_cached(theirs, router, king.theta, halves, rules, who=KING_LABEL, best=best)
-    runs = [(theirs, king), (mine, challenger)] if theirs is not None else [(mine, challenger)]
+    novelties = {b: novelty(mine.decisions[b]["eval"],
+                            None if theirs is None else theirs.decisions[b]["eval"], rules)
+                 for b in rules.benchmarks}
+    # the challenger plays first: the king's sessions replay its calls where they decide alike
+    runs = [(mine, challenger)] + ([(theirs, king)] if theirs is not None else [])
     for number, stage in enumerate(live_stages(sets, stamp.partition.seed, rules), start=1):
         for run, contender in runs:
             try:
@@ -426,7 +432,8 @@ def evaluate_submission(repo: Path, relpath: str, open_sets: Callable[[], Sets],
                         earlier_dir: Path | None = None) -> Result:
     """Re-check every gate (scope included, on this checkout of the base branch), find the
     king, compare behaviours on public items with the king's and every earlier attempt's
-    (their folders read from `earlier_dir`, default the repository), then open the hidden sets
+    (their weights read from the head cache `earlier_dir`, default the repository's folders;
+    a head not there is not compared, and the result lists its PR), then open the hidden sets
     and evaluate.
 
     With `require_gates_pass`, the attempts log must record a gates pass for `pr` at
@@ -450,11 +457,13 @@ def evaluate_submission(repo: Path, relpath: str, open_sets: Callable[[], Sets],
             raise LeaderboardError(f"{relpath} is the reigning king already")
         king = load_contender(repo, submission_path(reigning.miner, reigning.generation), rules,
                               reigning.pr, reigning.head_sha)
-    earlier = earlier_contenders(earlier_dir or repo, earlier_attempts(
-        store, challenger.miner, pr, head_sha, reigning), rules)
+    earlier, missing = earlier_contenders(earlier_attempts(
+        store, challenger.miner, pr, head_sha, reigning), rules, earlier_dir, repo)
+    not_compared = tuple(sorted({a.pr for _, a in missing if a.pr is not None})) or None
     public = public_routing(challenger, king, router, public_items(), earlier)
     reason = behaviour_reason(public, rules)
     if reason is not None:
-        return stamp.result(REJECTED, reason=reason)
-    return evaluate(challenger, king, open_sets(), router, run_live, rules, stamp.now,
-                    stamp.manifest_hash, drawn, public)
+        return stamp.result(REJECTED, reason=reason, not_compared=not_compared)
+    return dataclasses.replace(evaluate(challenger, king, open_sets(), router, run_live, rules,
+                                        stamp.now, stamp.manifest_hash, drawn, public),
+                               not_compared=not_compared)

@@ -59,6 +59,8 @@ class Explanation:
 
     def interval_words(self) -> str:
         """The interval as a sentence's parenthesis says it: with the difference it brackets."""
+        if self.interval is None and self.outcome == LOST:
+            return "the crown test's figures read the items never published: a loss shows none"
         if self.interval is None:
             return "no interval recorded"
         low, high = (_signed(v, self.places) for v in self.interval)
@@ -124,6 +126,10 @@ def _tested_sentence(outcome: str, delta: float | None, test: dict[str, Any], pl
     stage = int(test["stage"])
     bar = rules.crown_z_final if stage >= stages else rules.crown_z_first
     where = f"after live stage {stage} of {stages}"
+    if "z" not in test:  # a loss: where its test ended, none of its figures
+        return (f"Not crowned {where}: the crown test did not show a lead of "
+                f"{rules.win_margin:+g} or more, beyond chance, on the items that were never "
+                "published.")
     difference, z = _signed(test["difference"], places), f"{test['z']:.2f}"
     if outcome == KING:
         over = ("" if delta is None

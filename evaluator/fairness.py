@@ -9,6 +9,10 @@ The figures (some also computed with a rule taken away: what that rule buys):
 - **honest**: how often a head that fits nothing crosses the overfit penalty or reject line,
   per benchmark and on any of them; a reference head at accuracy 0.6, and the heads that
   always pick the matrix's best single model. Without: the old 150/50 eval/audit split.
+- **memorisation**: the overfit gate on a head that learnt the task and on the same head fitted
+  to every public pool item; and the crown, with live play over both stages, of a challenger
+  as good as the king (or better by 0.02) that memorised the pool up to the penalty line,
+  beside the same challenger honest, in the same trials.
 - **false crown**: how often a challenger exactly as good as the king is crowned, when the
   two heads' choices differ on a share of items from the least the behavioural duplicate check
   lets through (1 − `duplicate_agreement`) up to 60 %; a share below it is left out, since a
@@ -24,9 +28,10 @@ The figures (some also computed with a rule taken away: what that rule buys):
 - **live sessions**: per evaluation, both heads on every benchmark: when the first stage
   decides, expected for a near-equal challenger and in the costliest scenario simulated, and
   at worst.
-- **hill climb**: what a miner gains on the board, not in routing, by submitting random
-  variations of a head and keeping whichever published delta went up (one king, many sybil
-  logins). Without: a fixed split and exact published deltas.
+- **climber**: a sybil campaign that submits variations of its best head, keeps whichever
+  published delta went up and goes on from whatever is crowned: how often it is crowned after
+  100, 300 and 1,000 submissions, and what it gains on the board beyond its true gain.
+  Without: a loss publishing its crown test's z, which reads the audit.
 
 Every crown rate comes with its Monte Carlo standard error and in two columns, for the two
 ways live play is modelled (evaluator/simulation.py): **independent** re-runs (the default)
@@ -43,11 +48,10 @@ from typing import Any
 
 import numpy as np
 
-from evaluator.records import KING
+from evaluator.records import KING, REJECTED, disclosed
 from evaluator.rules import Competition
 from evaluator.scoring import (
     TOLERANCE,
-    Measured,
     judge_gap,
     overfit_gap,
 )
@@ -61,7 +65,6 @@ from evaluator.simulation import (
     Hidden,
     Matrix,
     best_single,
-    cached_size,
     crowned,
     differing,
     draw_halves,
@@ -69,25 +72,31 @@ from evaluator.simulation import (
     equal_pair,
     improved,
     improvement_slope,
+    match,
+    measure,
+    memorised,
+    memorised_share,
     novelties,
     reference_matrix,
+    replayed_live,
+    router,
     rules_for,
     score,
+    true_delta,
 )
-from evaluator.verdict import evidence, evidence_outcome
 
-FORMAT = 2
+FORMAT = 3
 DISAGREEMENTS = (0.1, 0.3, 0.6)  # besides the least the behavioural check lets through
 ADVANTAGES = (0.01, 0.02, 0.03, 0.05)
 POWER_DISAGREEMENT = 0.3  # besides the least the behavioural check lets through
 SUBMISSIONS = (100, 300, 1000)
-# the campaign's trade: another final crown bar (the normal's upper 0.5 % point), with what it
+# the campaign's trade: another final crown bar (the normal's upper 0.1 % point), with what it
 # would do to the campaign and to a +0.03 challenger's chance
-OTHER_FINAL_Z = 2.576
+OTHER_FINAL_Z = 3.090
 PRICED_ADVANTAGE = 0.03
 Z95 = 1.959964
-CLIMB_MUTATION = 0.05  # the share of items whose choice one variation of the weights changes
 CLIMB_CHECK_PARTITIONS = 16  # fresh partitions averaged to score a climber's head
+MEMORISER_ADVANTAGE = 0.02  # the real gain of the partial memoriser
 OLD_AUDIT_SIZE = 50  # the audit split before the scored pool (a fixed 150/50 split)
 
 
@@ -140,52 +149,72 @@ def honest_rates(matrix: Matrix, rules: Competition, trials: int,
 
 def memorisation_rates(matrix: Matrix, rules: Competition, trials: int,
                        rng: np.random.Generator) -> dict[str, Any]:
-    """The overfit gate as an evaluation runs it, on a head that learnt the task (the router:
-    on each item the model whose chance it can learn is highest) and on one fitted to every
-    public item (the memoriser: on the pool's items, which it could collect, a model whose
-    cached answer was right where one was; on the never-published audit items, the router's
-    choice).
-    Per head: how often the gate penalises or rejects it on any benchmark, and its mean lead
-    over the best single model on the eval and on the audit items; for the memoriser also how
-    often the crown test (cached accuracy only, after the last stage) would crown it over the
-    router as king, a head exactly as good on everything it could not collect."""
+    """The overfit gate as an evaluation runs it, on a head that learnt the task (`router`)
+    and on the same head fitted to every public pool item (`memorised`: where some model's
+    cached answer was right, that model). Per head: how often the gate penalises or rejects it
+    on any benchmark, and its mean lead over the best single model on the pool's items (the
+    eval half and the rest, which the gate reads) and on the never-published audit items."""
     rows: dict[str, list[tuple[bool, bool, float, float]]] = {"router": [], "memoriser": []}
-    crowned: list[bool] = []
     for _ in range(trials):
-        found: dict[str, list[tuple[bool, bool, float, float]]] = {"router": [], "memoriser": []}
-        sides: dict[str, dict[str, Measured]] = {"router": {}, "memoriser": {}}
-        for bench in rules.benchmarks:
-            p, learnt = matrix.p[bench], matrix.learnable(bench)
-            # the pool (its eval half first, then the rest), then the audit
-            need, public, scored = cached_size(rules), rules.pool_size, rules.eval_size
-            picked = rng.choice(len(p), need, replace=len(p) < need)
-            right = rng.random((need, rules.n_models)) < p[picked]
-            router = np.argmax(learnt[picked], axis=1)
-            fitted = np.where(right.any(axis=1), np.argmax(right, axis=1), router)
-            fitted[public:] = router[public:]
-            best = right[:, int(np.argmax(right[:scored].mean(axis=0)))].astype(float)
-            for name, choice in (("router", router), ("memoriser", fitted)):
-                mine = right[np.arange(need), choice].astype(float)
-                m = Measured(mine[:scored], mine[public:], np.zeros(0), np.zeros(0),
-                             best[:scored], best[public:], mine[scored:public])
-                sides[name][bench] = m
+        hidden = draw_hidden(matrix, rules, rng)
+        halves = draw_halves(rules, rng)
+        honest = router(hidden, rules)
+        heads = {"router": honest, "memoriser": memorised(honest, hidden, 1.0, rules, rng)}
+        for name, head in heads.items():
+            found = []
+            for bench in rules.benchmarks:
+                m = measure(hidden, head, halves, bench)
                 verdict = judge_gap(float(overfit_gap(m, rules)), rules)
-                found[name].append((verdict.penalty < 1.0, verdict.rejected,
-                                    float((m.eval_correct - m.eval_best).mean()),
-                                    float((m.audit_correct - m.audit_best).mean())))
-        ev = evidence(sides["memoriser"], sides["router"], rules, stage=len(rules.live_stages))
-        crowned.append(not any(f[1] for f in found["memoriser"])
-                       and evidence_outcome(ev, rules) == KING)
-        for name, per_bench in found.items():
-            rows[name].append((any(f[0] for f in per_bench), any(f[1] for f in per_bench),
-                               float(np.mean([f[2] for f in per_bench])),
-                               float(np.mean([f[3] for f in per_bench]))))
+                found.append((verdict.penalty < 1.0, verdict.rejected,
+                              float(m.public_lead().mean()),
+                              float((m.audit_correct - m.audit_best).mean())))
+            rows[name].append((any(f[0] for f in found), any(f[1] for f in found),
+                               float(np.mean([f[2] for f in found])),
+                               float(np.mean([f[3] for f in found]))))
     rates = {name: {"penalty": _rate([r[0] for r in got]), "reject": _rate([r[1] for r in got]),
-                    "eval_lead": float(np.mean([r[2] for r in got])),
+                    "pool_lead": float(np.mean([r[2] for r in got])),
                     "audit_lead": float(np.mean([r[3] for r in got]))}
              for name, got in rows.items()}
-    rates["memoriser"]["crowned"] = _rate(crowned)
     return {"audit_size": rules.audit_size, **rates}
+
+
+def memoriser_crowns(matrix: Matrix, rules: Competition, trials: int,
+                     seed: np.random.SeedSequence, advantage: float = 0.0) -> dict[str, Any]:
+    """P(crowned), with its standard error, of a challenger as good as the king (or truly
+    better by `advantage`) whose other decisions differ from the king's on
+    `POWER_DISAGREEMENT` of items, honest and, in the very same trials, having also memorised
+    the public pool up to the overfit penalty's line (`memorised_share`: its pool accuracy
+    raised by `overfit_penalty_gap`, kept under the gate). Both are judged by `verdict.judge`
+    over both live stages, with independent live re-runs and with the response cache."""
+    slope = improvement_slope(matrix, POWER_DISAGREEMENT, rules)
+    share = advantage / slope if advantage > 0 and slope > 0 else 0.0
+    hits: dict[str, dict[str, list[bool]]] = {who: {INDEPENDENT: [], SHARED: []}
+                                              for who in ("honest", "memoriser")}
+    for child in seed.spawn(trials):
+        draw, fit, *live = child.spawn(2 + len((INDEPENDENT, SHARED)))
+        rng = np.random.default_rng(draw)
+        hidden = draw_hidden(matrix, rules, rng)
+        king, challenger = equal_pair(best_single(hidden, matrix, rules), POWER_DISAGREEMENT,
+                                      rules, rng)
+        if share > 0:
+            challenger = improved(challenger, hidden, min(1.0, share), rules, rng)
+        halves = draw_halves(rules, rng)
+        fitted = memorised(challenger, hidden, memorised_share(
+            challenger, hidden, rules.overfit_penalty_gap, rules), rules,
+            np.random.default_rng(fit))
+        for mode, stream in zip((INDEPENDENT, SHARED), live, strict=True):
+            for who, head in (("honest", challenger), ("memoriser", fitted)):
+                won, _ = crowned(hidden, king, head, halves, rules,
+                                 np.random.default_rng(stream), mode)
+                hits[who][mode].append(won)
+    found: dict[str, Any] = {"advantage": advantage, "disagreement": POWER_DISAGREEMENT,
+                             "trials": trials}
+    for who, by_mode in hits.items():
+        rates = {mode: _rate(seen) for mode, seen in by_mode.items()}
+        found[who] = {"crowned": rates[INDEPENDENT],
+                      "crowned_se": standard_error(rates[INDEPENDENT], trials),
+                      "shared": rates[SHARED], "shared_se": standard_error(rates[SHARED], trials)}
+    return found
 
 
 def crown_rate(matrix: Matrix, rules: Competition, trials: int, rng: np.random.Generator,
@@ -261,59 +290,82 @@ def sessions(rows: Sequence[dict[str, Any]], benchmarks: int,
             "worst": 2 * benchmarks * rules.live_size}
 
 
+def mutation(rules: Competition) -> float:
+    """The share of items whose choice one variation draws afresh: enough that it differs from
+    the head it varies on the least share the behavioural duplicate check lets through (a
+    closer variation is rejected as a copy before it is scored)."""
+    return min(1.0, (1 - rules.duplicate_agreement) * rules.n_models / (rules.n_models - 1))
+
+
 def mutate(head: Choices, rules: Competition, rng: np.random.Generator) -> Choices:
-    """Another head from a small change of the weights: a few items' choices move at random."""
+    """Another head from a change of the weights: some items' choices drawn afresh."""
     parts: dict[str, dict[str, np.ndarray]] = {"pool": {}, "live": {}}
+    share = mutation(rules)
     for bench in rules.benchmarks:
         for part in parts:
             choice = getattr(head, part)[bench]
-            moves = rng.random(choice.size) < CLIMB_MUTATION
+            moves = rng.random(choice.size) < share
             parts[part][bench] = np.where(moves, rng.integers(0, rules.n_models, choice.size),
                                           choice)
     return Choices(parts["pool"], parts["live"], head.turns)
 
 
-def expected_delta(hidden: Hidden, head: Choices, king: Choices, partitions: list[Halves],
-                   rules: Competition) -> float:
-    """The head's mean composite delta to the king over partitions (what it would score)."""
+def board_delta(hidden: Hidden, head: Choices, king: Choices, partitions: list[Halves],
+                rules: Competition) -> float:
+    """The head's mean published composite over the king's on this hidden benchmark, over
+    fresh partitions and at the live questions' expected grades: what the board would show."""
+    expected = dataclasses.replace(hidden, live=hidden.p_live)
     deltas = []
     for halves in partitions:
         nov = novelties(head, king, halves, rules)
-        deltas.append(score(hidden, head, halves, nov, rules).composite
-                      - score(hidden, king, halves, nov, rules).composite)
+        deltas.append(score(expected, head, halves, nov, rules).composite
+                      - score(expected, king, halves, nov, rules).composite)
     return float(np.mean(deltas))
 
 
-def climb(matrix: Matrix, rules: Competition, climbers: int, rng: np.random.Generator,
-          fresh: bool, precision: float | None) -> dict[int, float]:
-    """Mean gain on the board after each count of SUBMISSIONS of a composite-only hill-climber.
+def climber(matrix: Matrix, rules: Competition, climbers: int, submissions: int,
+            rng: np.random.Generator, sees_test: bool = False) -> list[dict[str, Any]]:
+    """A sybil campaign that climbs on what is published: it submits random variations of its
+    best head so far (`mutate`), one evaluation each (fresh partition, fresh live answers),
+    keeps a variation whose published delta (rounded to the disclosure precision) beats the
+    best it has seen, and, when one is crowned, goes on from the new king. `sees_test`: a
+    loss also publishes its crown test's z, which reads the audit, and the climber keeps by it.
 
-    The climber starts from the king's head; each submission is a random variation of its
-    best head so far, kept when the published delta beats the best one seen. `fresh`: every
-    evaluation draws a new partition (else one fixed split); `precision`: deltas are published
-    rounded to it (None: exactly).
+    After each count of SUBMISSIONS up to `submissions` (and after `submissions`): the chance
+    it was crowned at least once, and what the king then gains on the board over the king it
+    started from (`board_delta`), by the chances (`true_delta`) and beyond them (fit to the
+    sealed items).
     """
-    checkpoints = sorted(SUBMISSIONS)
-    gains: dict[int, list[float]] = {n: [] for n in checkpoints}
+    checkpoints = sorted({n for n in SUBMISSIONS if n <= submissions} | {submissions})
+    seen: dict[int, list[tuple[bool, float, float]]] = {n: [] for n in checkpoints}
     for _ in range(climbers):
         hidden = draw_hidden(matrix, rules, rng)
-        king = best_single(hidden, matrix, rules)
-        fixed = draw_halves(rules, rng)
-        check = [draw_halves(rules, rng) for _ in range(CLIMB_CHECK_PARTITIONS)] if fresh else [fixed]
-        best, seen = king, 0.0
+        start = best_single(hidden, matrix, rules)
+        king, base, best, crowned_once = start, start, -math.inf, False
+        check = [draw_halves(rules, rng) for _ in range(CLIMB_CHECK_PARTITIONS)]
         for n in range(1, checkpoints[-1] + 1):
-            candidate = mutate(best, rules, rng)
-            halves = draw_halves(rules, rng) if fresh else fixed
-            nov = novelties(candidate, king, halves, rules)
-            mine = score(hidden, candidate, halves, nov, rules)
-            if not mine.rejected:
-                delta = mine.composite - score(hidden, king, halves, nov, rules).composite
-                shown = delta if precision is None else round(delta / precision) * precision
-                if shown > seen + TOLERANCE:
-                    best, seen = candidate, shown
-            if n in gains:
-                gains[n].append(expected_delta(hidden, best, king, check, rules))
-    return {n: float(np.mean(v)) for n, v in gains.items()}
+            candidate = mutate(base, rules, rng)
+            decided, _ = match(replayed_live(hidden, rng), king, candidate,
+                               draw_halves(rules, rng), rules, rng)
+            if decided.outcome == KING:
+                king = base = candidate
+                best, crowned_once = -math.inf, True
+            elif decided.outcome != REJECTED and decided.delta is not None:
+                shown = (decided.evidence.z if sees_test and decided.evidence is not None
+                         else disclosed(decided.delta, rules.disclosure_precision))
+                if shown > best + TOLERANCE:
+                    base, best = candidate, shown
+            if n in seen:
+                board = board_delta(hidden, king, start, check, rules)
+                seen[n].append((crowned_once, board, true_delta(hidden, king, start, rules)))
+    rows = []
+    for n in checkpoints:
+        crowned_share = _rate([s[0] for s in seen[n]])
+        board, true = (float(np.mean([s[i] for s in seen[n]])) for i in (1, 2))
+        rows.append({"submissions": n, "crowned": crowned_share,
+                     "crowned_se": standard_error(crowned_share, climbers),
+                     "board_gain": board, "true_gain": true, "beyond": board - true})
+    return rows
 
 
 @dataclass(frozen=True)
@@ -335,7 +387,9 @@ class Budget:
     # near-equal evaluations behind the per-evaluation rate of a campaign: a rate near 0.1 %
     # needs this many for a standard error near a fifth of it
     campaign: int = 24000
-    climbers: int = 20
+    memoriser: int = 2000
+    climbers: int = 30
+    climb: int = max(SUBMISSIONS)  # submissions per climber
 
     def scaled(self, factor: float) -> Budget:
         return Budget(*(max(1, round(getattr(self, f.name) * factor))
@@ -375,7 +429,7 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
     played_benchmarks = len(rules.benchmarks)  # an evaluation plays them all, whatever the matrix
     rules = rules_for(matrix, rules)
     *spawned, near_seed, priced_seed = np.random.SeedSequence(seed).spawn(64)
-    streams = iter(np.random.default_rng(s) for s in spawned)
+    streams = iter(np.random.default_rng(s) for s in spawned[:-2])
     paired = Paired(near_seed, priced_seed)
     old_split = dataclasses.replace(rules, audit_size=OLD_AUDIT_SIZE)
     reference = reference_matrix(rules)
@@ -390,7 +444,11 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
                                               budget.honest, next(streams))},
     }
     progress("memorising heads")
-    memorisation = memorisation_rates(matrix, rules, budget.crown, next(streams))
+    memorisation = {**memorisation_rates(matrix, rules, budget.crown, next(streams)),
+                    "lead": rules.overfit_penalty_gap,
+                    "crowns": [memoriser_crowns(matrix, rules, budget.memoriser, seeds, advantage)
+                               for seeds, advantage in zip(spawned[-2:], (0.0, MEMORISER_ADVANTAGE),
+                                                           strict=True)]}
     progress("equal challengers")
     # a head that differs from the king on less is rejected as a copy before it is scored
     near = round(1 - rules.duplicate_agreement, 4)
@@ -408,10 +466,11 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
     power = power_rows(matrix, rules, budget.crown, streams, paired)
     progress("another final bar")
     campaigns["other_bar"] = other_bar(matrix, rules, budget, near, paired)
-    progress("hill-climbers")
-    fresh = climb(matrix, rules, budget.climbers, next(streams), True, rules.disclosure_precision)
-    fixed = climb(matrix, rules, budget.climbers, next(streams), False, None)
-    hill = [{"submissions": n, "gain": fresh[n], "without": fixed[n]} for n in sorted(fresh)]
+    progress("climbers")
+    climbing = {"mutation": mutation(rules), "climbers": budget.climbers,
+                "rows": climber(matrix, rules, budget.climbers, budget.climb, next(streams)),
+                "without": climber(matrix, rules, budget.climbers, budget.climb, next(streams),
+                                   sees_test=True)}
     return {
         "format": FORMAT, "source": matrix.source, "seed": seed,
         "trials": dataclasses.asdict(budget), "benchmarks": list(rules.benchmarks),
@@ -420,5 +479,5 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
         "honest": honest, "memorisation": memorisation, "false_crown": false_crown,
         "campaign": campaigns, "power": power,
         "live_sessions": sessions([*false_crown, *power], played_benchmarks, rules),
-        "hill_climb": hill,
+        "climber": climbing,
     }

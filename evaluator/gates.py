@@ -11,7 +11,7 @@ import logging
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -22,7 +22,8 @@ from evaluator.attempts_index import AttemptsIndex
 from evaluator.basis import BASIS_FILE, BasisError, FeatureBasis, read_basis
 from evaluator.changes import Change, raw_bytes
 from evaluator.errors import SubmissionError
-from evaluator.files import format_time, utc_now
+from evaluator.files import format_time, parse_time, utc_now
+from evaluator.lifecycle import recent, slot_opens
 from evaluator.records import Attempt, Seen
 from evaluator.rules import (
     RECEIPT_FILE,
@@ -57,6 +58,12 @@ class GateContext:
     # the season's attempts index when it matches the log (evaluator/attempts_index.py):
     # `attempts` then holds only the author's and this PR's lines, and gate 3 reads the index
     index: AttemptsIndex | None = None
+    shown_at: str | None = None  # when GitHub first showed this head (None: now); see `precedence`
+
+    @property
+    def precedence(self) -> tuple[datetime, int]:
+        """This head's place among the attempts (see `Attempt.precedence`)."""
+        return (parse_time(self.shown_at) if self.shown_at else self.now), self.pr or 0
 
 
 GateCheck = Callable[[Submission, GateContext], "str | None"]
@@ -214,19 +221,6 @@ def check_scope(sub: Submission, ctx: GateContext) -> str | None:
 
 # ---------------------------------------------------------------- gates 1–4
 
-def _recent(times: list[datetime], now: datetime, rules: Competition) -> list[datetime]:
-    window = timedelta(hours=rules.rate_limit_hours)
-    return sorted(t for t in times if now - window < t <= now)
-
-
-def slot_opens(times: list[datetime], now: datetime, rules: Competition) -> datetime | None:
-    """When a miner whose counted attempts were at `times` may submit again; None: now."""
-    recent = _recent(times, now, rules)
-    if len(recent) < rules.rate_limit_count:
-        return None
-    return recent[-rules.rate_limit_count] + timedelta(hours=rules.rate_limit_hours)
-
-
 def check_rate_limit(sub: Submission, ctx: GateContext) -> str | None:
     login = sub.login.lower()
     times = [a.time for a in ctx.attempts
@@ -235,7 +229,7 @@ def check_rate_limit(sub: Submission, ctx: GateContext) -> str | None:
              and a.head_sha not in ctx.refunded]
     opens = slot_opens(times, ctx.now, ctx.rules)
     if opens is not None:
-        return (f"{len(_recent(times, ctx.now, ctx.rules))} submission(s) in the last "
+        return (f"{len(recent(times, ctx.now, ctx.rules))} submission(s) in the last "
                 f"{ctx.rules.rate_limit_hours} h; the limit is {ctx.rules.rate_limit_count}. "
                 f"Your next slot opens at {format_time(opens)}")
     return None
@@ -279,7 +273,8 @@ def decode_fingerprint(text: str, rules: Competition) -> np.ndarray:
 def _earlier(mine: np.ndarray, login: str, ctx: GateContext) -> list[tuple[str, float]]:
     """(what, cosine with `mine`) of the earlier original heads (see `Attempt.is_original`) of
     other PRs than this one and other miners than `login` (resubmitting your own head is no
-    copy) that `mine` routes like: a cosine at gate 3's line or above.
+    copy) that `mine` routes like: a cosine at gate 3's line or above. Earlier: shown on a pull
+    request before this head (`Attempt.precedence`), whichever gates job recorded first.
 
     Raises ValueError naming an attempt whose fingerprint cannot be read: the gate then fails
     closed rather than skip a comparison.
@@ -288,12 +283,15 @@ def _earlier(mine: np.ndarray, login: str, ctx: GateContext) -> list[tuple[str, 
         rows, values = ctx.index.originals(login, ctx.pr)
         found = fingerprints.projected_cosines(
             values, fingerprints.target_of(mine, ctx.rules, ctx.basis.directions))
-        return [(_what(ctx.index.attempt(row)), cosine) for row, cosine
-                in zip(rows.tolist(), found.tolist(), strict=True)
-                if cosine >= ctx.rules.duplicate_cosine]
+        alike = [(ctx.index.attempt(row), cosine) for row, cosine
+                 in zip(rows.tolist(), found.tolist(), strict=True)
+                 if cosine >= ctx.rules.duplicate_cosine]
+        return [(_what(attempt), cosine) for attempt, cosine in alike
+                if attempt.precedence < ctx.precedence]
     found = [(number, attempt) for number, attempt in enumerate(ctx.attempts, start=1)
              if attempt.is_original and attempt.miner.lower() != login.lower()
-             and (ctx.pr is None or attempt.pr != ctx.pr)]
+             and (ctx.pr is None or attempt.pr != ctx.pr)
+             and attempt.precedence < ctx.precedence]
     basis = ctx.basis
     energies = None if basis is None else [
         a.seen.energy if a.seen is not None and a.seen.basis == basis.digest else None
@@ -429,14 +427,15 @@ def run_gates(sub: Submission, ctx: GateContext, gates: tuple[Gate, ...] = GATES
 
 def context_for(repo: str | Path, author: str, rules: Competition, now: datetime | None = None,
                 changes: list[Change] | None = None, pr: int | None = None,
-                head_sha: str | None = None) -> GateContext:
+                head_sha: str | None = None, shown_at: str | None = None) -> GateContext:
     store = Store(Path(repo), lenient=True)  # lines were checked as they were written
     basis = _basis(store, rules)
     index, attempts = attempts_index.for_gates(store.root, rules, basis.get("basis"), author, pr)
     return GateContext(author=author, now=now or utc_now(), rules=rules, changes=changes, pr=pr,
                        head_sha=head_sha,
                        attempts=store.attempts() if index is None else attempts,
-                       refunded=store.refunded_heads(author), index=index, **basis)
+                       refunded=store.refunded_heads(author), index=index, shown_at=shown_at,
+                       **basis)
 
 
 def _basis(store: Store, rules: Competition) -> dict[str, Any]:
@@ -472,7 +471,7 @@ def attempt_of(sub: Submission, report: GateReport, ctx: GateContext,
     return Attempt(miner=sub.login, generation=generation, pr=ctx.pr, head_sha=ctx.head_sha,
                    at=format_time(ctx.now), weights_sha256=weights_sha, fingerprint=view,
                    gates_passed=report.passed, failed_gate=None if failed is None else failed.number,
-                   seen=seen)
+                   seen=seen, shown_at=ctx.shown_at)
 
 
 def recheck(repo: Path, relpath: str, pr: int | None, rules: Competition,
@@ -482,16 +481,18 @@ def recheck(repo: Path, relpath: str, pr: int | None, rules: Competition,
     "gate N (name): reason" for the first failure, or None.
 
     A head whose attempt is recorded is judged as when it was recorded: the rate limit at the
-    attempt's time, duplicates against the attempts before it (the earlier one wins).
+    attempt's time, duplicates against every attempt shown on a pull request before it,
+    whenever its gates ran (the earlier one wins).
     """
     store, sub = Store(Path(repo)), Submission(Path(repo), relpath, rules)
-    attempts, now = store.attempts(), utc_now()
-    mine = next((i for i, a in enumerate(attempts) if head_sha is not None
+    attempts, now, shown_at = store.attempts(), utc_now(), None
+    mine = next((a for a in attempts if head_sha is not None
                  and (a.pr, a.head_sha) == (pr, head_sha)), None)
     if mine is not None:
-        attempts, now = attempts[:mine + 1], attempts[mine].time
+        now, shown_at = mine.time, mine.shown_at or mine.at
+        attempts = [a for a in attempts if a.time <= now or a.precedence < mine.precedence]
     ctx = GateContext(author=author or sub.login, now=now, rules=rules, changes=changes, pr=pr,
-                      head_sha=head_sha, attempts=attempts,
+                      head_sha=head_sha, attempts=attempts, shown_at=shown_at,
                       refunded=store.refunded_heads(author or sub.login),
                       **_basis(store, rules))
     failed = run_gates(sub, ctx).failed

@@ -17,6 +17,8 @@ from evaluator.errors import VaultError
 
 LOCK_FORMAT, LOCK_CIPHER = 1, "AES-256-GCM"
 KEY_BYTES, NONCE_BYTES = 32, 12
+# a sealed public result is a few kilobytes; anything far larger is refused before it is parsed
+MAX_SEALED_BYTES = 1024 * 1024
 
 
 def _key(key: str, name: str) -> bytes:
@@ -48,11 +50,17 @@ def unlock(sealed: bytes, key: str, about: str, name: str = "the key") -> bytes:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     aes = AESGCM(_key(key, name))
+    if len(sealed) > MAX_SEALED_BYTES:
+        raise VaultError(f"it is {len(sealed)} bytes, over the cap of {MAX_SEALED_BYTES} (a "
+                         "sealed result is a few kilobytes)")
     try:
         doc = json.loads(sealed)
         if doc.get("format") != LOCK_FORMAT or doc.get("cipher") != LOCK_CIPHER:
             raise ValueError("an unknown format")
         nonce, body = (base64.b64decode(doc[k], validate=True) for k in ("nonce", "ciphertext"))
+    except RecursionError as exc:
+        raise VaultError(f"not a sealed document of format {LOCK_FORMAT} (nested too deeply "
+                         "to read)") from exc
     except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
         raise VaultError(f"not a sealed document of format {LOCK_FORMAT} ({exc})") from exc
     if doc.get("about") != about:

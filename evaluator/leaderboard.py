@@ -18,8 +18,8 @@ from evaluator import attempts_index
 from evaluator.basis import BASIS_FILE, BasisError, read_basis
 from evaluator.errors import LeaderboardError
 from evaluator.files import parse_time
-from evaluator.lifecycle import UNFINISHED, one_line
-from evaluator.records import DATED, KING, LOST, STALE, UNSCORED, Crowning, King, Result
+from evaluator.lifecycle import LIFTED, UNFINISHED, marks, one_line, refund_spent
+from evaluator.records import DATED, KING, LOST, STALE, UNSCORED, VOID, Crowning, King, Result
 from evaluator.rules import WEIGHTS_FILE, Competition
 from evaluator.scoring import TOLERANCE, crowns
 from evaluator.store import (
@@ -72,7 +72,10 @@ def _crowned(result: Result, rules: Competition, slack: float = 0.0) -> bool:
     """Whether the published figures crown: the crown test, or for a record from before it,
     the margin and an interval above zero."""
     if result.crown_test is not None:
-        return published_crowns(result.crown_test, rules, slack)
+        # a loss's test says only where it ended (its figures read the audit): it crowned nothing
+        return "z" in result.crown_test and published_crowns(result.crown_test, rules, slack)
+    if result.ci95 is None:
+        return False
     return crowns(result.delta + slack, 0.0, result.ci95[0] + slack, rules)
 
 
@@ -125,6 +128,66 @@ def mark_unfinished(store: Store, pr: int, head_sha: str, state: str, reason: st
              "pr": pr, "head_sha": head_sha, "at": at, "reason": line}
     store.record_queue_event(event)
     return event
+
+
+def _mark_of(store: Store, pr: int | None, head_sha: str | None) -> dict[str, Any] | None:
+    return next((e for e in marks(store.queue_events())
+                 if (e.get("pr"), e.get("head_sha")) == (pr, head_sha)), None)
+
+
+def lift_mark(store: Store, pr: int, head_sha: str, reason: str, at: str,
+              rules: Competition) -> dict[str, Any]:
+    """Take back this head's declined, expired or failed mark (a `lifted` queue event): its
+    slot counts again from its gated time, and the record job records its next result.
+    Refused when no such mark is in force, or when the refund was spent (another attempt of
+    the miner passed the rate limit on it: lifting would count two submissions in one slot)."""
+    line = one_line(reason)
+    if not line:
+        raise LeaderboardError("the reason is empty: say why the mark is lifted (the Queue page "
+                               "shows it)")
+    mark = _mark_of(store, pr, head_sha)
+    if mark is None:
+        raise LeaderboardError(f"PR {pr} at {head_sha[:12]} has no declined, expired or failed "
+                               "mark in force; there is nothing to lift")
+    attempt = store.require_gates_pass(pr, head_sha)
+    spent = refund_spent(attempt, store.attempts(), store.refunded_heads(attempt.miner), rules)
+    if spent is not None:
+        raise LeaderboardError(
+            f"PR {pr} at {head_sha[:12]} stays {mark['event']}: its refund was spent by PR "
+            f"#{spent.pr}'s attempt at {spent.at}, which passed the rate limit on it; lifting "
+            "the mark would count two submissions in one slot")
+    event = {"event": LIFTED, "miner": attempt.miner, "generation": attempt.generation,
+             "pr": pr, "head_sha": head_sha, "at": at, "reason": line}
+    store.record_queue_event(event)
+    return event
+
+
+def refusal(store: Store, result: Result, rules: Competition) -> str | None:
+    """Why the record job must not record this result, or None: one life per head. It must be
+    the PR's gated attempt (that miner and generation), and not a head whose slot was given
+    back: marked declined, expired or failed (unless a maintainer lifted the mark), or void
+    with its refund spent by a later attempt."""
+    pr, sha = result.pr, result.head_sha
+    attempt = store.gates_pass(pr, sha)
+    if attempt is None:
+        return (f"{LEADERBOARD_DIR}/{ATTEMPTS_FILE} records no gates pass for PR {pr} at {sha}")
+    if (attempt.miner.lower(), attempt.generation) != (result.miner.lower(), result.generation):
+        return (f"the result is for {result.miner} generation {result.generation}, but the "
+                f"attempt gated on PR #{pr} at {str(sha)[:12]} is {attempt.miner} generation "
+                f"{attempt.generation}")
+    mark = _mark_of(store, pr, sha)
+    if mark is not None:
+        return (f"PR #{pr} at {str(sha)[:12]} is marked {mark['event']} ({mark.get('reason')}) "
+                "and its slot was refunded; a maintainer who means this result to count lifts "
+                "the mark first (`tinyrouter leaderboard lift`)")
+    ended = store.ended(pr, sha)
+    if ended is not None and ended[0] == VOID:
+        spent = refund_spent(attempt, store.attempts(), store.refunded_heads(attempt.miner),
+                             rules)
+        if spent is not None:
+            return (f"PR #{pr} at {str(sha)[:12]} was void and its refund is spent: PR "
+                    f"#{spent.pr}'s attempt at {spent.at} passed the rate limit on it")
+    return None
 
 
 def recorded(store: Store, result: Result) -> dict[str, Any] | None:

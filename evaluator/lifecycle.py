@@ -8,8 +8,9 @@ the maintaining guide is `STATES`, and a test keeps the two the same.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from evaluator.records import (
@@ -20,16 +21,22 @@ from evaluator.records import (
     STALE,
     VOID,
     WITHDRAWN,
+    Attempt,
     Result,
     refunded_heads,
 )
+from evaluator.rules import Competition
 
 GATED, WAITING, EVALUATING = "gated", "waiting", "evaluating"
 DECLINED, EXPIRED, FAILED = "declined", "expired", "failed"
 UNFINISHED = (DECLINED, EXPIRED, FAILED)  # queue events: an evaluation that left no result
+LIFTED = "lifted"  # a queue event: a maintainer took an unfinished mark back (`leaderboard lift`)
 MARKED_BY = ("the evaluation workflow's failure path, or a maintainer with `tinyrouter "
              "leaderboard mark`")
-REFUND = "refunded; this head is not evaluated again, a new push is a new attempt"
+REFUND = ("refunded; this head is not evaluated again (a new push is a new attempt) unless a "
+          "maintainer lifts the mark before the refund is spent")
+VOID_REFUND = ("refunded; a new push is a new attempt, and a re-run of this head is recorded "
+               "only while the refund is unspent")
 
 
 @dataclass(frozen=True)
@@ -56,13 +63,13 @@ STATES = (
     State(REJECTED, "a gate re-checked at evaluation failed; no score", "the record job",
           "spent", ()),
     State(VOID, "the infrastructure failed (the pool, GitHub refusing the merge); no score",
-          "the record job", REFUND, ()),
+          "the record job", VOID_REFUND, ()),
     State(DECLINED, "a maintainer declined to evaluate it (rejected the deployment, or "
-          "cancelled the run before approving it); no score", MARKED_BY, REFUND, ()),
+          "cancelled the run before approving it); no score", MARKED_BY, REFUND, (EVALUATING,)),
     State(EXPIRED, "nobody approved its evaluation before GitHub failed the waiting job (30 "
-          "days); no score", MARKED_BY, REFUND, ()),
+          "days); no score", MARKED_BY, REFUND, (EVALUATING,)),
     State(FAILED, "the approved GPU job crashed, timed out or was cancelled before a result; "
-          "no score", MARKED_BY, REFUND, ()),
+          "no score", MARKED_BY, REFUND, (EVALUATING,)),
     State(WITHDRAWN, "its author pushed, closed the pull request or changed its base after "
           "the approval; nothing about its score is published", "the record job", "spent", ()),
     State(STALE, "the king changed while it ran", "the record job, which starts it again",
@@ -81,15 +88,54 @@ def ends_head(outcome: str) -> bool:
     return outcome in ENDS_HEAD
 
 
+def marks(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The unfinished marks in force: each head's declined, expired or failed event that no
+    later `lifted` event of that head took back, in the queue's order."""
+    latest: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for event in events:
+        if event.get("event") in (*UNFINISHED, LIFTED):
+            latest.pop((event.get("pr"), event.get("head_sha")), None)
+            latest[event.get("pr"), event.get("head_sha")] = event
+    return [e for e in latest.values() if e.get("event") in UNFINISHED]
+
+
 def refunded(results: Iterable[Result], events: Iterable[dict[str, Any]]) -> frozenset[str]:
-    """Heads whose slot is given back: a void result or an unfinished evaluation (a queue
-    event), and no decisive result of that head, whatever the clocks say. The one count the
+    """Heads whose slot is given back: a void result or an unfinished evaluation (a mark in
+    force), and no decisive result of that head, whatever the clocks say. The one count the
     rate-limit gate and the queue page share."""
     results = list(results)
     decided = {r.head_sha for r in results if r.outcome in DECISIVE}
-    unfinished = {e.get("head_sha") for e in events if e.get("event") in UNFINISHED}
+    unfinished = {e.get("head_sha") for e in marks(events)}
     return refunded_heads(results) | frozenset(
         h for h in unfinished - decided if isinstance(h, str))
+
+
+def recent(times: Iterable[datetime], now: datetime, rules: Competition) -> list[datetime]:
+    """The times within the rate limit's window before `now`, oldest first."""
+    window = timedelta(hours=rules.rate_limit_hours)
+    return sorted(t for t in times if now - window < t <= now)
+
+
+def slot_opens(times: list[datetime], now: datetime, rules: Competition) -> datetime | None:
+    """When a miner whose counted attempts were at `times` may submit again; None: now."""
+    found = recent(times, now, rules)
+    if len(found) < rules.rate_limit_count:
+        return None
+    return found[-rules.rate_limit_count] + timedelta(hours=rules.rate_limit_hours)
+
+
+def refund_spent(head: Attempt, attempts: Sequence[Attempt], refunded_now: frozenset[str],
+                 rules: Competition) -> Attempt | None:
+    """The later attempt of the same miner that passed the rate limit only because `head`'s
+    slot was refunded, if any: counting `head` again would put that one over the limit (two
+    evaluations for one slot)."""
+    mine = [a for a in attempts if a.miner.lower() == head.miner.lower()
+            and a.head_sha not in refunded_now and (a.pr, a.head_sha) != (head.pr, head.head_sha)]
+    for later in (a for a in mine if a.time > head.time):
+        counted: list[datetime] = [a.time for a in mine if a.time < later.time] + [head.time]
+        if slot_opens(counted, later.time, rules) is not None:
+            return later
+    return None
 
 
 def head_end(results: Iterable[Result], events: Iterable[dict[str, Any]], pr: int | None,
@@ -104,8 +150,8 @@ def head_end(results: Iterable[Result], events: Iterable[dict[str, Any]], pr: in
     if decisive or mine:
         found = (decisive or mine)[0]
         return found.outcome, found.reason
-    return next(((e["event"], e.get("reason")) for e in events if e.get("event") in UNFINISHED
-                 and (e.get("pr"), e.get("head_sha")) == (pr, head_sha)), None)
+    return next(((e["event"], e.get("reason")) for e in marks(events)
+                 if (e.get("pr"), e.get("head_sha")) == (pr, head_sha)), None)
 
 
 def withdrawal(pull: Any, sha: str, branch: str) -> str | None:

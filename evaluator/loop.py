@@ -88,6 +88,7 @@ class Turn:
     cost_usd: float = 0.0
     verdict: str | None = None
     status: str = ANSWERED
+    replayed: bool = False  # the response came from the evaluation's response cache
 
 
 @dataclass
@@ -117,6 +118,12 @@ class Trajectory:
     @property
     def cost_usd(self) -> float:
         return sum(turn.cost_usd for turn in self.turns) + self.failed_cost_usd
+
+    @property
+    def replayed(self) -> bool:
+        """Whether every call of the session was a replay from the response cache (a failed
+        session made a call that was not)."""
+        return bool(self.turns) and self.stop != FAILED and all(t.replayed for t in self.turns)
 
     @property
     def prompt_tokens(self) -> int:
@@ -232,7 +239,7 @@ async def _play_turn(trajectory: Trajectory, decision: Decision, benchmark: Grad
         model=decision.model, role=decision.role, text=completion.text,
         shown=truncate_output(completion.text, rules), prompt_tokens=completion.prompt_tokens,
         completion_tokens=completion.completion_tokens, cost_usd=completion.cost_usd,
-        verdict=verdict, status=status))
+        verdict=verdict, status=status, replayed=bool(getattr(completion, "replayed", False))))
     if status == REFUSED:
         trajectory.stop = REFUSED
     elif verdict == ACCEPT and has_worker:
@@ -276,7 +283,9 @@ async def run_session(item: Item, benchmark: Grader, decide: Decide, client: Any
 class LiveOutcome:
     """One question played through the loop and graded: no question or answer text.
 
-    `status` is how the session ended (see STATUSES); `reason` why a failed one failed."""
+    `status` is how the session ended (see STATUSES); `reason` why a failed one failed;
+    `replayed` whether every call of its session was a replay from the evaluation's response
+    cache (what makes a tie with the session it replayed certain)."""
 
     item_id: str
     correct: bool
@@ -286,6 +295,7 @@ class LiveOutcome:
     status: str = ANSWERED
     reason: str | None = None
     seconds: float = 0.0  # how long its session's model calls took, every turn
+    replayed: bool = False
 
 
 # Plays one benchmark's live items under a router's decisions (pool.runner.pool_runner makes
@@ -306,7 +316,8 @@ async def play(items: Sequence[Item], benchmark: Grader, decide: Decide, client:
     return [LiveOutcome(item_id=t.item.id, correct=correct.get(id(t), False), n_turns=t.n_turns,
                         cost_usd=t.cost_usd,
                         decisions=tuple(Decision(x.model, x.role) for x in t.turns),
-                        status=t.status, reason=t.failure, seconds=t.seconds)
+                        status=t.status, reason=t.failure, seconds=t.seconds,
+                        replayed=t.replayed)
             for t in trajectories]
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from evaluator.advisories import Advisory, ledger_advisories, receipt_advisories, weight_advisories
 from evaluator.errors import SubmissionError
 from evaluator.files import format_time
-from evaluator.gates import GATES, GateContext, GateReport, check_rate_limit, slot_opens
+from evaluator.gates import GATES, GateContext, GateReport, check_rate_limit
+from evaluator.lifecycle import slot_opens
 from evaluator.records import Attempt
 from evaluator.rules import is_name
 from evaluator.store import SUBMISSIONS_DIR, Store

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from evaluator import leaderboard
-from evaluator.errors import GitHubError
+from evaluator.errors import GitHubError, LeaderboardError
 from evaluator.github import pushes
 from evaluator.github.rest import GitHub, MergeRefused
 from evaluator.leaderboard import UNKNOWN
 from evaluator.lifecycle import withdrawal
-from evaluator.records import KING, STALE, VOID, WITHDRAWN, HeadRef, King, Outcome
+from evaluator.records import KING, STALE, VOID, WITHDRAWN, HeadRef, King, Outcome, Result
 from evaluator.reports import headline, render_result
 from evaluator.rules import Competition
 from evaluator.store import KING_FILE, LEADERBOARD_DIR, Store
@@ -122,9 +122,16 @@ def start(github: GitHub, board: Board, rules: Competition, result: dict[str, An
 # ---------------------------------------------------------------- the steps
 
 def decide(job: Recording) -> None:
+    """What the board will hold for this result, on main's newest state; a result the board
+    must not hold (`leaderboard.refusal`: one life per head) stops the job, recording nothing."""
     pushes.sync(job.board.repo, job.board.remote, job.board.branch)
-    job.record, job.already = leaderboard.decide(Store(job.board.repo), job.result, job.rules,
-                                                 job.against)
+    store = Store(job.board.repo)
+    job.record, job.already = leaderboard.decide(store, job.result, job.rules, job.against)
+    if not job.already:
+        why = leaderboard.refusal(store, Result.from_dict(job.result), job.rules)
+        if why is not None:
+            raise LeaderboardError(f"the record job refuses this result and records nothing: "
+                                   f"{why}")
 
 
 def withdraw(job: Recording) -> None:

@@ -2,8 +2,9 @@
 
 A `Result` is one evaluation. `public()` applies the disclosure rule in one place (SPEC §8):
 a new king shows every component (its audit accuracy at the disclosure precision), a loss
-only its composite, its delta to the king and the interval of that delta, all at the
-disclosure precision, a rejection only its reason. `private()` keeps everything, per item
+only its composite and its delta to the king at the disclosure precision and the live stage
+its crown test ended at (none of the test's figures: they read the never-published audit), a
+rejection only its reason. `private()` keeps everything, per item
 and with the partition's secret seed, for the maintainers.
 Every record is a `HeadRef` (miner, generation, PR, head) plus its own fields, read and written
 by the one codec (`evaluator.codec`): `from_dict` reads loosely, so the site can display what a
@@ -56,17 +57,21 @@ IDENTITY_FIELDS = ("format", "miner", "generation", "pr", "head_sha", "evaluated
 PUBLIC_FIELDS = {
     KING: (*IDENTITY_FIELDS, "outcome", "composite", "king_composite", "delta", "ci95",
            "crown_test", "against", "reason", "per_benchmark", "live_cost_usd", "router_card",
-           "isolation"),
+           "isolation", "not_compared"),
     LOST: (*IDENTITY_FIELDS, "outcome", "composite", "delta", "ci95", "crown_test", "against",
-           "isolation"),
-    **{outcome: (*IDENTITY_FIELDS, "outcome", "reason", "composite", "delta", "isolation")
+           "isolation", "not_compared"),
+    **{outcome: (*IDENTITY_FIELDS, "outcome", "reason", "composite", "delta", "isolation",
+                 "not_compared")
        for outcome in UNSCORED},
 }
 # Public fields a record written before they were kept lacks (the schema does not require them)
-LATER_FIELDS = ("isolation", "crown_test", "against")
+LATER_FIELDS = ("isolation", "crown_test", "against", "not_compared")
 # What the disclosure rule rounds: in a loss, these fields; in a king's breakdown, these parts.
-ROUNDED_IN_LOSS = ("composite", "delta", "ci95")
-ROUNDED_IN_TEST = ("difference", "weighted", "se", "z")  # a loss's crown test, at the disclosure precision
+ROUNDED_IN_LOSS = ("composite", "delta")
+# What a loss shows of its crown test: where it ended, none of its figures. They read the
+# never-published audit, and a campaign keeping whichever loss's figures went up would climb
+# there (`tinyrouter fairness`, the climber); its interval goes with them.
+LOSS_TEST = ("stage", "live_items", "live_sessions")
 ROUNDED_IN_BREAKDOWN = ("audit_acc",)
 PRIVATE_ONLY = ("partition", "challenger_run", "king_run")  # never in a public record
 
@@ -143,7 +148,7 @@ class Attempt(HeadRef):
 
     `fingerprint` is the head's model rows as gate 3 compares them (see gates.fingerprint),
     None when its weights could not be read; `gates_passed`/`failed_gate` say how its gates
-    ended.
+    ended; `shown_at` when GitHub first showed the head on a pull request.
     """
 
     at: str
@@ -152,10 +157,19 @@ class Attempt(HeadRef):
     gates_passed: bool = field(default=False, metadata=on_disk("gates.passed"))
     failed_gate: int | None = field(default=None, metadata=on_disk("gates.failed"))
     seen: Seen | None = field(default=None, metadata=on_disk(omit_none=True))
+    shown_at: str | None = field(default=None, metadata=on_disk(omit_none=True))
 
     @property
     def time(self) -> datetime:
         return parse_time(self.at)
+
+    @property
+    def precedence(self) -> tuple[datetime, int]:
+        """Which of two heads is the earlier one: when GitHub first showed it on a pull
+        request (`shown_at`; the time its gates ran where no run said), then the lower PR
+        number (GitHub numbers pull requests as they are opened; its times are to the
+        second)."""
+        return parse_time(self.shown_at or self.at), self.pr or 0
 
     @property
     def is_original(self) -> bool:
@@ -202,6 +216,9 @@ class Result(HeadRef):
     live_cost_usd: float | None = None
     router_card: dict[str, Any] | None = None  # a new king's routing mix and cost (public)
     isolation: str | None = None  # how the graded code was sandboxed (public, every outcome)
+    # the earlier attempts (their PRs) the behavioural check could not compare with, their
+    # heads not to be had (public, every outcome)
+    not_compared: tuple[int, ...] | None = None
     partition: Partition | None = field(default=None, compare=False)
     challenger_run: HeadRecord | None = field(default=None, compare=False,
                                               metadata=on_disk("challenger"))
@@ -220,10 +237,10 @@ class Result(HeadRef):
             public.update(composite=None, delta=None)
         if self.outcome == LOST:
             public.update({name: disclosed(public[name], precision) for name in ROUNDED_IN_LOSS})
+            public["ci95"] = None
             if public["crown_test"] is not None:
-                test = public["crown_test"]
-                test.update({name: disclosed(test[name], precision)
-                             for name in ROUNDED_IN_TEST if name in test})
+                public["crown_test"] = {name: public["crown_test"][name] for name in LOSS_TEST
+                                        if name in public["crown_test"]}
         if public.get("per_benchmark"):
             public["per_benchmark"] = {
                 bench: {**parts, **{name: disclosed(parts[name], precision)

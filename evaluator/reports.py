@@ -38,11 +38,10 @@ def headline(public: dict[str, Any]) -> str:
         versus = ("no king reigned" if public["king_composite"] is None else
                   f"king {public['king_composite']:.4f}, delta {public['delta']:+.4f}")
         return f"{who}: new king: composite {public['composite']:.4f} ({versus})"
-    low, high = public["ci95"]
-    test = public.get("crown_test")
-    centre = f"crown test difference {test['difference']:+.2f}, " if test else ""
-    return (f"{who}: not crowned: composite {public['composite']:.2f}, delta "
-            f"{public['delta']:+.2f} ({centre}95% interval {low:+.2f} to {high:+.2f})")
+    test = public.get("crown_test") or {}
+    where = f" after live stage {test['stage']}" if "stage" in test else ""
+    return (f"{who}: not crowned{where}: composite {public['composite']:.2f}, delta "
+            f"{public['delta']:+.2f}")
 
 
 def crown_test(result: dict, rules: Competition) -> str:
@@ -55,6 +54,9 @@ def crown_test(result: dict, rules: Competition) -> str:
     if test["stage"] > 1:
         steps.append(f"undecided, so stage 2 ({rules.live_stages[1]} more)")
     crowned = result["outcome"] == "king"
+    if "z" not in test:  # a loss publishes where its test ended, none of its figures
+        return (f"{', '.join(steps)}: lost after stage {test['stage']} "
+                f"({test['live_sessions']} live sessions).")
     bar = rules.crown_z_final if test["stage"] == stages else rules.crown_z_first
     return (f"{', '.join(steps)}: difference {test['difference']:+.3f} (margin "
             f"{rules.win_margin}), z {test['z']:.2f} against {bar} to crown"

@@ -151,12 +151,13 @@ class Competition:
     # hidden benchmark (SPEC §6)
     benchmarks: tuple[str, ...] = BENCHMARKS
     eval_size: int = 150
-    # never-published items per benchmark: the overfit gate's second set, and the crown test's
-    # check on a lead over the public pool. At 150 the check cut an honest head's evidence so
-    # often that a router better by 0.03 was crowned under half the time (`tinyrouter
-    # fairness`); twice as many cost the maintainer 150 more private items and 1,350 more
-    # sealing calls a season, and no live call
-    audit_size: int = 300
+    # never-published items per benchmark: the overfit gate's second set, and all the cached
+    # evidence the crown reads (a lead on the public pool is one a memoriser can set). With the
+    # crown read on the audit alone, at 300 a router better by 0.03 (other decisions differing
+    # on 30 %) was crowned in 0.36 of evaluations, at 600 in 0.52 under the stricter bars below
+    # (`tinyrouter fairness`, demo corpus); the 300 more cost the maintainer 300 private items
+    # per benchmark a season and 2,700 sealing calls, no live call
+    audit_size: int = 600
     # the live split: played in stages, the first `live_first_stage` questions of each
     # benchmark, then (when the crown test is undecided) the rest
     live_size: int = 60
@@ -203,23 +204,22 @@ class Competition:
     # without the overfit factor, its live part weighed by crown_live_weight. After the first
     # live stage z > crown_z_first crowns and z ≤ lose_z_first loses, anything between plays
     # the rest of the live split; after it z > crown_z_final crowns. Chosen with `tinyrouter
-    # fairness`, which measures them: well under 1 % false crowns per evaluation, most
-    # near-equal matches decided at stage 1, a router better by 0.03 crowned more often than
-    # not, and a campaign of 300 near-equal submissions crowning one with a chance under a
-    # quarter; the Fairness page gives both, and the trade a looser final bar would make
-    crown_z_first: float = 3.090  # the normal's upper 0.1 % point
+    # fairness` (the Fairness page gives the figures): at 3.090 (the normal's upper 0.1 %
+    # point) after each stage a near-equal head was crowned in 0.11 % of evaluations with
+    # independent live re-runs, so a campaign of 300 such submissions in 29 %; at 3.290 (its
+    # upper 0.05 % point) in 0.05 % and 15 %, for 0.07 less of a +0.03 router's crowns (0.52)
+    crown_z_first: float = 3.290
     lose_z_first: float = 1.0
-    crown_z_final: float = 2.878  # the normal's upper 0.2 % point
+    crown_z_final: float = 3.290
     # what z counts of the live part: a benchmark's few, noisy live questions carry less
-    # evidence per unit of composite than its cached items (the whole pool and the audit), so
+    # evidence per unit of composite than its cached items (the audit), so
     # weighing them down makes a better router's z larger; the margin still reads the whole
     # difference
     crown_live_weight: float = 0.25
-    # the crown test's cached difference counts at most the challenger's lead on the audit plus
-    # this many of the difference's standard errors: an honest head, whose leads on the pool
-    # (public, so collectable) and the audit agree up to noise, keeps every item's evidence, and
-    # a memorised lead on the pool adds at most this much to a benchmark's z
-    audit_slack_z: float = 0.5
+    # sealing refuses an audit whose best-single-model accuracy is further than this many
+    # standard errors of the difference from the pool's (two-sided): the crown reads the audit
+    # alone, so a harder audit reads a real gain as a smaller one
+    audit_match_z: float = 2.0
     bootstrap_resamples: int = 2000
     # a loser's composite, delta and interval, a king's audit accuracy: published to this
     disclosure_precision: float = 0.01

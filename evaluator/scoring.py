@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from evaluator.codec import Record
-from evaluator.rules import PARTITION, Competition
+from evaluator.rules import Competition
 from evaluator.types import Decision
 
 # Accuracies are small fractions; a gap or margin equal to a rule in decimal must count as equal.
@@ -141,11 +141,13 @@ _EMPTY = np.zeros(0)
 class Measured:
     """One head's per-item outcomes on one benchmark: what every component is computed from.
 
-    `eval_best`/`audit_best`: on the same items, whether the benchmark's best single model's
-    cached answer is right (empty: the gap is taken on plain accuracies). `rest_correct`: the
-    pool's unscored half, which only the crown test reads (empty in a miner's preview).
-    `live_calls`: per live question, what its session called (`verdict.session_calls`; empty
-    where unknown), so the crown test can tell two heads' alike sessions."""
+    `eval_best`/`audit_best`/`rest_best`: on the same items, whether the benchmark's best single
+    model's cached answer is right (empty: the gap is taken on plain accuracies).
+    `rest_correct`: the pool's unscored half, which the overfit gate reads with the eval half
+    (empty in a miner's preview). `live_calls`: per live question, what its session called
+    (`verdict.session_calls`; empty where unknown), and `live_replayed`: whether every call of
+    that session was a replay from the evaluation's response cache (empty: none was), so the
+    crown test can tell a certain tie."""
 
     eval_correct: np.ndarray
     audit_correct: np.ndarray
@@ -155,41 +157,54 @@ class Measured:
     audit_best: np.ndarray = field(default_factory=lambda: _EMPTY)
     rest_correct: np.ndarray = field(default_factory=lambda: _EMPTY)
     live_calls: tuple[str, ...] = ()
+    rest_best: np.ndarray = field(default_factory=lambda: _EMPTY)
+    live_replayed: tuple[bool, ...] = ()
 
     @classmethod
     def of(cls, eval_correct: Sequence[bool], audit_correct: Sequence[bool],
            live_correct: Sequence[bool], live_turns: Sequence[float],
            eval_best: Sequence[bool] = (), audit_best: Sequence[bool] = (),
-           rest_correct: Sequence[bool] = (), live_calls: Sequence[str] = ()) -> Measured:
+           rest_correct: Sequence[bool] = (), live_calls: Sequence[str] = (),
+           rest_best: Sequence[bool] = (), live_replayed: Sequence[bool] = ()) -> Measured:
         return cls(*(np.asarray(v, dtype=float) for v in (eval_correct, audit_correct,
                                                           live_correct, live_turns,
                                                           eval_best, audit_best, rest_correct)),
-                   live_calls=tuple(live_calls))
+                   live_calls=tuple(live_calls), rest_best=np.asarray(rest_best, dtype=float),
+                   live_replayed=tuple(bool(r) for r in live_replayed))
 
     def _lead(self, part: str) -> np.ndarray:
         """Per item: the head's correctness minus the best single model's (when given)."""
         mine, best = getattr(self, f"{part}_correct"), getattr(self, f"{part}_best")
         return mine - best if best.size else mine
 
+    def public_lead(self) -> np.ndarray:
+        """Per public-dataset item graded (the eval half, then the pool's unscored rest): the
+        head's lead over the best single model, what a memoriser could raise."""
+        return np.concatenate([self._lead("eval"), self._lead("rest")])
+
     def gap_margin(self, rules: Competition) -> float:
         """What sampling noise alone makes of the gap at `rules.overfit_confidence`: z times
         the standard error of the difference of the two sets' mean leads."""
         z = NormalDist().inv_cdf(rules.overfit_confidence)
-        var = sum(float(np.var(lead, ddof=1)) / lead.size for lead in map(self._lead, PARTITION)
-                  if lead.size > 1)
+        var = sum(float(np.var(lead, ddof=1)) / lead.size
+                  for lead in (self.public_lead(), self._lead("audit")) if lead.size > 1)
         return z * math.sqrt(var)
 
 
 def overfit_gap(m: Measured, rules: Competition,
                 picks: Mapping[str, np.ndarray | None] | None = None):
-    """The overfit gate's gap: how much more the head leads the best single model on the eval
-    items (public-dataset items a miner could have memorised) than on the audit items (never
-    published), less what noise alone explains (`Measured.gap_margin`), so it is charged only
-    as far as the evidence shows it. Relative to the same model on each set, a difference in
-    difficulty between the sets punishes nobody. `picks`: bootstrap resamples of the items."""
+    """The overfit gate's gap: how much more the head leads the best single model on the pool's
+    items (every public-dataset item it is graded on: the eval half and the unscored rest, any
+    of which a miner could have memorised) than on the audit items (never published), less
+    what noise alone explains (`Measured.gap_margin`), so it is charged only as far as the
+    evidence shows it. Relative to the same model on each set, a difference in difficulty
+    between the sets punishes nobody. `picks`: bootstrap resamples of the eval and audit
+    items (the rest is read whole)."""
     picks = picks or {"eval": None, "audit": None}
-    leads = [_means(m._lead(part), picks[part], 0.0) for part in PARTITION]
-    return leads[0] - leads[1] - m.gap_margin(rules)
+    rest = m._lead("rest")
+    scored = _means(m._lead("eval"), picks["eval"], 0.0)
+    public = (scored * m.eval_correct.size + rest.sum()) / max(1, m.eval_correct.size + rest.size)
+    return public - _means(m._lead("audit"), picks["audit"], 0.0) - m.gap_margin(rules)
 
 
 def _means(values: np.ndarray, picks: np.ndarray | None, empty: float) -> np.ndarray | float:

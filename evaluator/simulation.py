@@ -44,7 +44,7 @@ from evaluator.scoring import (
     score_benchmark,
 )
 from evaluator.types import Decision
-from evaluator.verdict import MORE, judge, through_stage
+from evaluator.verdict import MORE, Verdict, judge, through_stage
 
 REFERENCE_ACCURACY = 0.6
 # the chance two runs of one call get different grades: the peer data's repeated samples
@@ -141,14 +141,18 @@ def rules_for(matrix: Matrix, rules: Competition) -> Competition:
 @dataclass(frozen=True)
 class Hidden:
     """One drawn hidden benchmark: per benchmark the chances and the drawn 0/1 correctness of
-    every model on the scored pool and on the live split; `rerun` is a second, independent run
-    of every live call (the king's, when live play is not shared)."""
+    every model on the cached items (the pool, then the audit) and on the live split; `rerun`
+    is a second, independent run of every live call (the king's, when live play is not
+    shared); `known` and `known_live` what a head can learn of each cached and live item's
+    chances (`Matrix.known`), what generalises beyond the drawn items."""
 
     p_pool: dict[str, np.ndarray]
     p_live: dict[str, np.ndarray]
     pool: dict[str, np.ndarray]
     live: dict[str, np.ndarray]
     rerun: dict[str, np.ndarray]
+    known: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    known_live: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
 
 def rerun_chance(p: np.ndarray, flip: float = RERUN_FLIP) -> np.ndarray:
@@ -171,7 +175,7 @@ def rerun_chance(p: np.ndarray, flip: float = RERUN_FLIP) -> np.ndarray:
 
 def draw_hidden(matrix: Matrix, rules: Competition, rng: np.random.Generator) -> Hidden:
     parts: dict[str, dict[str, np.ndarray]] = {
-        k: {} for k in ("p_pool", "p_live", "pool", "live", "rerun")}
+        k: {} for k in ("p_pool", "p_live", "pool", "live", "rerun", "known", "known_live")}
     for bench in rules.benchmarks:
         cached = cached_size(rules)
         need = cached + rules.live_size
@@ -179,6 +183,8 @@ def draw_hidden(matrix: Matrix, rules: Competition, rng: np.random.Generator) ->
         pool = matrix.p[bench][picks[:cached]]
         live = matrix.live[bench][picks[cached:]]
         parts["p_pool"][bench], parts["p_live"][bench] = pool, live
+        parts["known"][bench] = matrix.learnable(bench)[picks[:cached]]
+        parts["known_live"][bench] = matrix.learnable(bench)[picks[cached:]]
         parts["pool"][bench] = rng.random(pool.shape) < pool
         parts["live"][bench] = rng.random(live.shape) < live
         parts["rerun"][bench] = rng.random(live.shape) < live
@@ -190,15 +196,14 @@ Halves = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 def draw_halves(rules: Competition, rng: np.random.Generator) -> Halves:
     """This evaluation's eval items, audit items and the pool's unscored rest of every
-    benchmark, as indices into the drawn cached items: the audit stands for the private audit,
-    items like the pool's that no head was fitted to (`memoriser` is the head that was fitted
-    to the public ones)."""
+    benchmark, as indices into the drawn cached items: the first `pool_size` of them are the
+    pool, drawn from the public dataset, split afresh into eval and rest; the others are the
+    audit, the same all season (what a memoriser could not collect)."""
     halves = {}
+    audit = np.arange(rules.pool_size, cached_size(rules))
     for bench in rules.benchmarks:
-        order = rng.permutation(cached_size(rules))
-        audit_end = rules.eval_size + rules.audit_size
-        halves[bench] = (order[:rules.eval_size], order[rules.eval_size:audit_end],
-                         order[audit_end:])
+        order = rng.permutation(rules.pool_size)
+        halves[bench] = (order[:rules.eval_size], audit, order[rules.eval_size:])
     return halves
 
 
@@ -218,6 +223,17 @@ def best_single(hidden: Hidden, matrix: Matrix, rules: Competition) -> Choices:
     return Choices(pool={b: np.full(cached_size(rules), best[b]) for b in rules.benchmarks},
                 live={b: np.full(rules.live_size, best[b]) for b in rules.benchmarks},
                 turns={b: np.full(rules.live_size, 2) for b in rules.benchmarks})
+
+
+def router(hidden: Hidden, rules: Competition) -> Choices:
+    """The head that learnt the task: on each item the model whose chance it can learn is
+    highest (`Hidden.known`)."""
+    def pick(p: np.ndarray) -> np.ndarray:
+        return np.argmax(p, axis=1)
+
+    return Choices(pool={b: pick(hidden.known[b]) for b in rules.benchmarks},
+                   live={b: pick(hidden.p_live[b]) for b in rules.benchmarks},
+                   turns={b: np.full(rules.live_size, 2) for b in rules.benchmarks})
 
 
 def draw_turns(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -261,6 +277,34 @@ def improved(head: Choices, hidden: Hidden, share: float, rules: Competition,
     return Choices(parts["pool"], parts["live"], head.turns)
 
 
+def memorised(head: Choices, hidden: Hidden, share: float, rules: Competition,
+              rng: np.random.Generator) -> Choices:
+    """The head fitted to the public pool's collected answers: on each pool item, with chance
+    `share`, a model whose cached answer was right there (when one was); the audit and live
+    items, which were never published, as the head had them."""
+    pool = {}
+    for bench in rules.benchmarks:
+        choice = head.pool[bench].copy()
+        right = hidden.pool[bench][:rules.pool_size]
+        moves = (rng.random(rules.pool_size) < share) & right.any(axis=1)
+        choice[:rules.pool_size] = np.where(moves, np.argmax(right, axis=1),
+                                            choice[:rules.pool_size])
+        pool[bench] = choice
+    return Choices(pool, head.live, head.turns)
+
+
+def memorised_share(head: Choices, hidden: Hidden, lead: float, rules: Competition) -> float:
+    """The share `memorised` needs to raise the head's accuracy on the pool by `lead` (at
+    most all of it), on this draw."""
+    gains = []
+    for bench in rules.benchmarks:
+        right = hidden.pool[bench][:rules.pool_size]
+        mine = right[np.arange(rules.pool_size), head.pool[bench][:rules.pool_size]]
+        gains.append(float((right.any(axis=1) & ~mine).mean()))
+    room = float(np.mean(gains))
+    return 1.0 if room <= lead else lead / room
+
+
 def improvement_slope(matrix: Matrix, disagreement: float, rules: Competition) -> float:
     """The true composite gain of `improved(share=1)` over an `equal_pair` challenger, in
     expectation: per benchmark the accuracy it adds on cached and on live items, times what
@@ -299,20 +343,26 @@ def differing(matrix: Matrix, disagreement: float, share: float, rules: Competit
 
 
 def measure(hidden: Hidden, head: Choices, halves: Halves, bench: str,
-            rerun: bool = False) -> Measured:
-    """The head's numbers on one benchmark; `rerun`: its live grades from the second run."""
+            rerun: bool = False, replays: Choices | None = None) -> Measured:
+    """The head's numbers on one benchmark; `rerun`: its live grades from the second run;
+    `replays`: the head whose sessions this one's replayed from the response cache, wherever
+    the two chose the same model and took the same turns (played after it, as the king plays
+    after the challenger)."""
     pool = hidden.pool[bench][np.arange(head.pool[bench].size), head.pool[bench]]
     grades = hidden.rerun if rerun else hidden.live
     live = grades[bench][np.arange(head.live[bench].size), head.live[bench]]
     best = hidden.pool[bench][:, int(np.argmax(hidden.pool[bench].mean(axis=0)))]
     eval_idx, audit_idx, rest_idx = halves[bench]
-    # a session's calls: its model, once per turn (what `verdict.session_calls` compares)
-    calls = tuple(f"{i}:{c}x{t}" for i, (c, t) in enumerate(zip(head.live[bench],
-                                                                head.turns[bench], strict=True)))
+    # a session's calls: its model, once per turn (what `verdict.session_calls` compares; the
+    # crown test compares the sessions of one question, so the question need not be named)
+    calls = tuple(map(str, (head.live[bench] * 8 + head.turns[bench]).tolist()))
+    replayed = (np.zeros(head.live[bench].size, dtype=bool) if replays is None else
+                (head.live[bench] == replays.live[bench]) & (head.turns[bench] == replays.turns[bench]))
     return Measured(pool[eval_idx].astype(float), pool[audit_idx].astype(float),
                     live.astype(float), head.turns[bench].astype(float),
                     best[eval_idx].astype(float), best[audit_idx].astype(float),
-                    pool[rest_idx].astype(float), calls)
+                    pool[rest_idx].astype(float), calls, best[rest_idx].astype(float),
+                    tuple(replayed.tolist()))
 
 
 def _decisions(choices: np.ndarray) -> list[Decision]:
@@ -360,17 +410,20 @@ def rerun_turns(head: Choices, rng: np.random.Generator) -> Choices:
                                             for b, t in head.turns.items()})
 
 
-def crowned(hidden: Hidden, king: Choices, challenger: Choices, halves: Halves, rules: Competition,
-            rng: np.random.Generator, live: str = INDEPENDENT) -> tuple[bool, int]:
-    """Whether the challenger takes the crown in this evaluation, and the live questions per
-    benchmark each head played: `verdict.judge`, stage by stage, as an evaluation calls it.
-    `live`: INDEPENDENT runs the king's live sessions again (grades, and turns drawn with
-    `rng`); SHARED gives both heads the same grade and turns where they choose alike."""
+def match(hidden: Hidden, king: Choices, challenger: Choices, halves: Halves, rules: Competition,
+          rng: np.random.Generator, live: str = INDEPENDENT) -> tuple[Verdict, int]:
+    """The verdict on the challenger in this evaluation, and the live questions per benchmark
+    each head played: `verdict.judge`, stage by stage, as an evaluation calls it. `live`:
+    INDEPENDENT runs the king's live sessions again (grades, and turns drawn with `rng`),
+    none of them a replay; SHARED gives both heads the same grade where they choose alike,
+    and the king's session is a replay of the challenger's where it also took the same turns
+    (the response cache)."""
     if live == INDEPENDENT:
         king = rerun_turns(king, rng)
     nov = novelties(challenger, king, halves, rules)
     mine = {b: measure(hidden, challenger, halves, b) for b in rules.benchmarks}
-    theirs = {b: measure(hidden, king, halves, b, rerun=live == INDEPENDENT)
+    theirs = {b: measure(hidden, king, halves, b, rerun=live == INDEPENDENT,
+                         replays=None if live == INDEPENDENT else challenger)
               for b in rules.benchmarks}
     played = 0
     for stage, size in enumerate(rules.live_stages, start=1):
@@ -378,5 +431,41 @@ def crowned(hidden: Hidden, king: Choices, challenger: Choices, halves: Halves, 
         decided = judge(through_stage(mine, stage, rules), through_stage(theirs, stage, rules),
                         nov, rules, stage)
         if decided.outcome != MORE:
-            return decided.outcome == KING, played
-    return False, played
+            break
+    return decided, played
+
+
+def crowned(hidden: Hidden, king: Choices, challenger: Choices, halves: Halves, rules: Competition,
+            rng: np.random.Generator, live: str = INDEPENDENT) -> tuple[bool, int]:
+    """Whether the challenger takes the crown in this evaluation (`match`), and the live
+    questions per benchmark each head played."""
+    decided, played = match(hidden, king, challenger, halves, rules, rng, live)
+    return decided.outcome == KING, played
+
+
+def replayed_live(hidden: Hidden, rng: np.random.Generator) -> Hidden:
+    """The hidden benchmark with its live calls answered afresh (another evaluation's run of
+    them): the cached answers were collected once, live answers come anew each time."""
+    def draw(p: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {b: rng.random(v.shape) < v for b, v in p.items()}
+
+    return dataclasses.replace(hidden, live=draw(hidden.p_live), rerun=draw(hidden.p_live))
+
+
+def true_delta(hidden: Hidden, head: Choices, king: Choices, rules: Competition) -> float:
+    """The head's composite over the king's by what can be learnt of each item's chances
+    (`Hidden.known`), not by this draw's outcomes: what it would gain on items like these that
+    it was never fitted to (both heads take the same turns)."""
+    spare = max(0.0, (rules.max_turns - float(TURNS @ TURN_WEIGHTS)) / (rules.max_turns - 1))
+    gains = []
+    for bench in rules.benchmarks:
+        def chance(p: np.ndarray, choice: np.ndarray) -> float:
+            return float(p[np.arange(choice.size), choice].mean())
+
+        cached = chance(hidden.known[bench], head.pool[bench]) - chance(
+            hidden.known[bench], king.pool[bench])
+        live = chance(hidden.known_live[bench], head.live[bench]) - chance(
+            hidden.known_live[bench], king.live[bench])
+        gains.append(rules.weight_cached * cached
+                     + (rules.weight_live + rules.weight_efficiency * spare) * live)
+    return float(np.mean(gains))

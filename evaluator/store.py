@@ -296,9 +296,9 @@ class Store:
         evaluation that ended without one (a queue event), and no decisive result; of one
         miner's submissions when `miner` is given (what the gates need). Only the submissions
         with a void or unfinished evaluation are read, not the season's every result."""
-        from evaluator.lifecycle import UNFINISHED, refunded
+        from evaluator.lifecycle import LIFTED, UNFINISHED, refunded
 
-        events = [e for e in self.queue_events() if e.get("event") in UNFINISHED
+        events = [e for e in self.queue_events() if e.get("event") in (*UNFINISHED, LIFTED)
                   and (miner is None or str(e.get("miner")).lower() == miner.lower())]
         folders = (self._miner_folders(miner) if miner is not None
                    else sorted((self.root / RESULTS_DIR).glob("*")))

@@ -8,18 +8,18 @@ evaluator, a miner's preview and the fairness simulation all decide by this code
 
 The evidence rule (SPEC §8, the Scoring and Fairness pages). The crown is decided on the
 difference of the two composites *without* the overfit factor (the gate's hard reject still
-stops a head; its penalty still shapes the published composite), with cached accuracy over
-every hidden cached item both heads answered, paired: the eval half, the pool's unscored half
-and the audit (the cached difference counts at most the challenger's lead on the audit plus
-`audit_slack_z` of its standard errors, so a lead on the public pool items counts only as far
-as the never-published audit confirms it, up to noise); a live question on which both
-heads' sessions made the same calls counts as a tie (`session_calls`). The test reads that
-difference with its live part weighed by `crown_live_weight` (the weighted difference), whose standard error
-comes from the delta method on paired per-item differences, and z = weighted difference /
-error is read in stages: after the first live stage a head is crowned when z >
-`crown_z_first`, loses when z ≤ `lose_z_first`, and otherwise plays the rest of the live
-split; after the last stage it is crowned when z > `crown_z_final`. A crown also needs the
-whole difference to reach `win_margin`.
+stops a head; its penalty still shapes the published composite), with cached accuracy paired
+over the audit, the items that were never published: a lead on the public pool is one a
+memoriser can set at will, so it decides no crown (`_cached_evidence`). A live question counts
+as a tie only where the tie is certain: both heads' sessions made the same calls and every call
+of the king's session was a replay of the challenger's from the evaluation's response cache
+(`session_calls`, `LiveOutcome.replayed`). The test reads that difference with its live part
+weighed by `crown_live_weight` (the weighted difference), whose standard error comes from the
+delta method on paired per-item differences, and z = weighted difference / error is read in
+stages: after the first live stage a head is crowned when z > `crown_z_first`, loses when
+z ≤ `lose_z_first`, and otherwise plays the rest of the live split; after the last stage it is
+crowned when z > `crown_z_final`. A crown also needs the whole difference to reach
+`win_margin`.
 """
 
 from __future__ import annotations
@@ -72,13 +72,15 @@ def session_calls(outcome: LiveOutcome) -> str:
 
 def measured(eval_correct: Sequence[bool], audit_correct: Sequence[bool],
              live: Sequence[LiveOutcome], rules: Competition, eval_best: Sequence[bool] = (),
-             audit_best: Sequence[bool] = (), rest_correct: Sequence[bool] = ()) -> Measured:
+             audit_best: Sequence[bool] = (), rest_correct: Sequence[bool] = (),
+             rest_best: Sequence[bool] = ()) -> Measured:
     """One head's numbers on one benchmark: its cached grades (and the best single model's on
     the same items), and its live outcomes, each live question's grade, counted turns
-    (`live_turns`) and calls (`session_calls`)."""
+    (`live_turns`), calls (`session_calls`) and whether each was replayed whole."""
     return Measured.of(eval_correct, audit_correct, [o.correct for o in live],
                        [live_turns(o, rules) for o in live], eval_best, audit_best, rest_correct,
-                       [session_calls(o) for o in live])
+                       [session_calls(o) for o in live], rest_best,
+                       [o.replayed for o in live])
 
 
 def components(m: Measured, nov: float, rules: Competition) -> BenchmarkScore:
@@ -100,10 +102,8 @@ def components(m: Measured, nov: float, rules: Competition) -> BenchmarkScore:
 class Evidence:
     """The crown test after a stage: the difference the margin reads, the weighted difference
     the test reads (its live part weighed by `crown_live_weight`), that one's standard error,
-    z, and the live questions per benchmark it has seen. `audit_limited`: the benchmarks where
-    the challenger's lead on the public pool items was cut to what the audit confirmed, up to
-    its noise (said in the reason, not a published figure). `difference_se`: the standard
-    error of the difference itself, for its published interval."""
+    z, and the live questions per benchmark it has seen. `difference_se`: the standard error
+    of the difference itself, for its published interval."""
 
     stage: int
     difference: float
@@ -111,7 +111,6 @@ class Evidence:
     se: float
     z: float
     live_items: int
-    audit_limited: tuple[str, ...] = ()
     difference_se: float = 0.0
 
     def to_dict(self) -> dict[str, float | int]:
@@ -124,59 +123,53 @@ def _mean_and_variance(values: np.ndarray) -> tuple[float, float]:
 
 
 def _cached_evidence(mine: Measured, theirs: Measured,
-                     rules: Competition) -> tuple[float, float, bool]:
-    """(difference, its variance, whether the audit limited it) of the cached accuracy, paired
-    over the pool's items (the eval half and the unscored half) and the audit items.
+                     rules: Competition) -> tuple[float, float]:
+    """(difference, its variance) of the cached accuracy, paired over the audit items.
 
-    The pool comes from the public dataset, so a challenger may have collected its answers; the
-    audit items were never published. The difference counts at most the challenger's lead on
-    the audit plus `audit_slack_z` of the difference's own standard errors: an honest head,
-    whose leads on the two sets agree up to noise, keeps the evidence of every item, and a
-    memorised lead on the pool adds at most that many standard errors to a benchmark's
-    evidence, whatever the sets' sizes.
+    The pool comes from the public dataset, so a challenger may have collected its answers and
+    set its lead there at will; the audit items were never published. Whatever a rule did with
+    the pool's lead, a memoriser could choose that lead to suit it, so no rule reading the pool
+    crowns an honest head more often than the audit alone without crowning some memoriser more
+    often than the bar allows (the Scoring page): the crown reads the audit. Without audit
+    items (a miner's preview), the pool's items are all there is.
     """
     def paired(part: str) -> np.ndarray:
         return rules.weight_cached * (getattr(mine, part) - getattr(theirs, part))
 
-    public = np.concatenate([paired("eval_correct"), paired("rest_correct")])
     private = paired("audit_correct")
-    difference, variance = _mean_and_variance(np.concatenate([public, private]))
-    if not (public.size and private.size):
-        return difference, variance, False
-    limit = float(private.mean()) + rules.audit_slack_z * math.sqrt(variance)
-    if difference <= limit + TOLERANCE:
-        return difference, variance, False
-    return limit, variance, True
+    if private.size:
+        return _mean_and_variance(private)
+    return _mean_and_variance(np.concatenate([paired("eval_correct"), paired("rest_correct")]))
 
 
 @dataclass(frozen=True)
 class _Part:
     """One benchmark's share of the evidence: the cached and the live part of the difference,
-    each with its variance, and whether the audit limited the cached part."""
+    each with its variance."""
 
     cached: float
     cached_var: float
     live: float = 0.0
     live_var: float = 0.0
-    limited: bool = False
 
 
 def _alike(mine: Measured, theirs: Measured) -> np.ndarray:
-    """Per live question, whether the two heads' sessions made the same calls."""
+    """Per live question, whether the tie is certain: the two heads' sessions made the same
+    calls, and every call of the king's (`theirs`) was a replay from the response cache, so
+    it saw what the challenger's session saw."""
     n = mine.live_correct.size
-    if not len(mine.live_calls) == len(theirs.live_calls) == n:
+    if not len(mine.live_calls) == len(theirs.live_calls) == len(theirs.live_replayed) == n:
         return np.zeros(n, dtype=bool)
-    return np.array([bool(a) and a == b for a, b in zip(mine.live_calls, theirs.live_calls,
-                                                        strict=True)], dtype=bool)
+    return np.array([bool(a) and a == b and replayed for a, b, replayed in zip(
+        mine.live_calls, theirs.live_calls, theirs.live_replayed, strict=True)], dtype=bool)
 
 
 def _live_pair(mine: Measured, theirs: Measured
                ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """Each head's live grades and turns as the crown test reads them: on a question where
-    both sessions made the same calls, both heads take the mean of the two outcomes. The
-    decisions were the same, so any difference there is the provider's or the grader's
-    chance (a response the shared cache could not replay, a solution's timing), not
-    routing; the level both share is kept."""
+    the tie is certain (`_alike`), both heads take the mean of the two outcomes. The sessions
+    were the same, call for call and reply for reply, so any difference there is the grader's
+    chance (a solution's timing), not routing; the level both share is kept."""
     same = _alike(mine, theirs)
     grade = (mine.live_correct + theirs.live_correct) / 2
     turns = (mine.live_turns + theirs.live_turns) / 2
@@ -190,9 +183,9 @@ def _live_pair(mine: Measured, theirs: Measured
 def _benchmark_evidence(mine: Measured, theirs: Measured, rules: Competition) -> _Part:
     """One benchmark's score difference without the overfit factor, in its cached and live
     parts."""
-    diff, var, limited = _cached_evidence(mine, theirs, rules)
+    diff, var = _cached_evidence(mine, theirs, rules)
     if not mine.live_correct.size:
-        return _Part(diff, var, limited=limited)
+        return _Part(diff, var)
     span = rules.max_turns - 1
     parts, units = [], []
     for live, turns in _live_pair(mine, theirs):
@@ -210,7 +203,7 @@ def _benchmark_evidence(mine: Measured, theirs: Measured, rules: Competition) ->
     # differ, the spread they show alone understates the next draw's
     unit = float(np.mean(units))
     live_var = (float(np.sum(paired ** 2)) + 2 * unit ** 2) / (n * max(1, n - 1))
-    return _Part(diff, var, mine_value - their_value, live_var, limited)
+    return _Part(diff, var, mine_value - their_value, live_var)
 
 
 def evidence(challenger: Mapping[str, Measured], king: Mapping[str, Measured],
@@ -228,7 +221,6 @@ def evidence(challenger: Mapping[str, Measured], king: Mapping[str, Measured],
         z = Z_CAP if weighted > TOLERANCE else -Z_CAP if weighted < -TOLERANCE else 0.0
     return Evidence(stage, float(difference), float(weighted), se, float(z),
                     min(challenger[b].live_correct.size for b in rules.benchmarks),
-                    tuple(b for b, p in zip(rules.benchmarks, parts, strict=True) if p.limited),
                     math.sqrt(sum(p.cached_var + p.live_var for p in parts)) / n)
 
 
@@ -319,10 +311,6 @@ def _reason(outcome: str, ev: Evidence, rules: Competition) -> str:
         short = f"the difference {ev.difference:+.4f} is short of the margin of {rules.win_margin}"
     else:
         short = f"z of {ev.z:.2f} does not exceed {crown_z}"
-    if ev.audit_limited:
-        short += (f"; on {', '.join(ev.audit_limited)} its lead on the pool items (drawn from "
-                  f"the public dataset) counted only as far as the audit items (never "
-                  f"published) confirmed it, up to their noise")
     return f"lost {where}: {short}"
 
 
@@ -395,7 +383,8 @@ def through_stage(heads: Mapping[str, Measured], stage: int, rules: Competition
     """The heads' measurements up to the end of live stage `stage`."""
     n = sum(rules.live_stages[:stage])
     return {b: dataclasses.replace(m, live_correct=m.live_correct[:n], live_turns=m.live_turns[:n],
-                                   live_calls=m.live_calls[:n])
+                                   live_calls=m.live_calls[:n],
+                                   live_replayed=m.live_replayed[:n])
             for b, m in heads.items()}
 
 

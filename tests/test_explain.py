@@ -12,23 +12,20 @@ ID = {"miner": "bob", "generation": 2, "pr": 7, "head_sha": "a" * 40,
       "evaluated_at": "2026-11-29T12:00:00Z"}
 
 
-def lost(composite, king, low, high=0.09):
+def lost(composite, king, stage=2):
+    """A loss as the evaluation records it: its crown test's figures and interval read the
+    never-published audit, and the disclosure rule keeps only where the test ended."""
     return {**ID, "outcome": "lost", "composite": composite, "king_composite": king,
-            "delta": composite - king, "ci95": [low, high]}
+            "delta": composite - king, "ci95": [-0.04, 0.09],
+            "crown_test": {"stage": stage, "difference": 0.0312, "se": 0.01, "z": 2.7,
+                           "live_items": 20 * stage, "live_sessions": 120 * stage}}
 
 
 @pytest.mark.parametrize(("record", "says", "delta"), [
-    # a loss, rounded to the disclosure precision before anything is said about it
-    (lost(0.6301, 0.6093, -0.04), "The interval reaches below zero (-0.04): the +0.02 clears", 0.02),
-    (lost(0.6201, 0.6093, 0.013), "Short of the margin: +0.01 where +0.02 is needed.", 0.01),
-    (lost(0.6301, 0.6093, 0.003), "The interval does not clear zero (its lower end rounds to "
-     "+0.00): the +0.02 clears the margin but could be chance.", 0.02),
-    (lost(0.6201, 0.6093, -0.01), "Short of the margin (+0.01 where +0.02 is needed), and the "
-     "interval of the difference reaches below zero (-0.01).", 0.01),
-    (lost(0.6261, 0.6093, 0.011), "Short of the margin before rounding", 0.02),
-    # the published record of a loss has no king composite: Δ is still composite minus it
-    ({**ID, "outcome": "lost", "composite": 0.63, "delta": 0.02, "ci95": [-0.04, 0.06]},
-     "could be chance", 0.02),
+    # a loss, rounded to the disclosure precision, and said to end where its test did
+    (lost(0.6301, 0.6093), "Not crowned after live stage 2 of 2: the crown test did not show a "
+     "lead of +0.02 or more, beyond chance, on the items that were never published.", 0.02),
+    (lost(0.6201, 0.6093, stage=1), "Not crowned after live stage 1 of 2", 0.01),
     ({**ID, "outcome": "king", "composite": 0.64, "king_composite": 0.5623, "delta": 0.0777,
       "ci95": [0.01, 0.12]}, "Crowned: +0.0777 over the king re-scored on the same items "
      "(at least +0.02 is needed), and the 95% interval of the difference, +0.0100 to +0.1200, "
@@ -52,14 +49,14 @@ def test_each_verdict_says_why(record, says, delta):
 
 
 def test_a_loss_says_nothing_finer_than_the_disclosure_precision():
-    why = explain(lost(0.63014, 0.60931, -0.0412, 0.0587), OFFICIAL)
-    assert (why.composite, why.against, why.interval) == (0.63, 0.61, (-0.04, 0.06))
-    assert "0.0" not in why.sentence.replace("0.02", "").replace("0.04", "")
+    why = explain(lost(0.63014, 0.60931), OFFICIAL)
+    assert (why.composite, why.against, why.interval, why.difference) == (0.63, 0.61, None, None)
+    assert "0.0312" not in why.sentence and "2.7" not in why.sentence
 
 
 def test_the_margin_comes_from_the_rules():
     wide = dataclasses.replace(OFFICIAL, win_margin=0.05)
-    assert "+0.05 is needed" in explain(lost(0.6301, 0.5993, 0.01), wide).sentence
+    assert "a lead of +0.05 or more" in explain(lost(0.6301, 0.5993), wide).sentence
 
 
 @pytest.mark.parametrize(("gate", "says"), [
@@ -73,20 +70,17 @@ def test_a_head_stopped_at_a_gate_says_which_and_why(gate, says):
     assert why.sentence.startswith(says) and why.gate == gate and why.composite is None
 
 
-def test_a_loss_shows_the_interval_beside_the_difference_it_brackets():
-    # the published Δ reads the eval half with the overfit factor; the crown test reads every
-    # cached item and live question without it, so Δ can lie outside the test's interval
+def test_a_loss_shows_none_of_its_crown_tests_figures():
+    """The crown test reads the never-published audit: a campaign keeping whichever loss's
+    test figures went up would climb there, so a loss publishes its composite and delta (the
+    eval half and live play) and where its test ended, no difference, z or interval."""
+    from evaluator.records import Result
     from evaluator.reports import headline
 
-    test = {"stage": 1, "difference": -0.0712, "se": 0.015, "z": -4.7, "live_items": 20}
-    record = {**lost(0.5801, 0.6093, -0.1006, -0.0418), "crown_test": test}
+    record = Result.from_dict(lost(0.5801, 0.6093, stage=1)).public(OFFICIAL.disclosure_precision)
+    assert record["ci95"] is None
+    assert record["crown_test"] == {"stage": 1, "live_items": 20, "live_sessions": 120}
     why = explain(record, OFFICIAL)
-    assert (why.delta, why.difference, why.interval) == (-0.03, -0.07, (-0.1, -0.04))
-    assert why.interval_words() == ("the crown test's difference -0.07, 95% interval -0.10 to "
-                                    "-0.04")
-    assert why.to_dict()["crown_difference"] == -0.07
-    assert headline(record).endswith("delta -0.03 (crown test difference -0.07, 95% interval "
-                                     "-0.10 to -0.04)")
-    older = explain(lost(0.6301, 0.6093, -0.04), OFFICIAL)  # recorded before crown tests
-    assert older.difference is None
-    assert older.interval_words() == "95% interval of the difference -0.04 to +0.09"
+    assert (why.delta, why.difference, why.interval) == (-0.03, None, None)
+    assert "a loss shows none" in why.interval_words()
+    assert headline(record).endswith("not crowned after live stage 1: composite 0.58, delta -0.03")

@@ -18,7 +18,7 @@ from evaluator.rules import OFFICIAL
 from evaluator.store import validate
 
 PEER = Path(__file__).resolve().parents[2] / "shared" / "data" / "peer-correctness"
-TINY = fairness.Budget(honest=40, crown=12, campaign=12, climbers=1)
+TINY = fairness.Budget(honest=40, crown=12, campaign=12, memoriser=6, climbers=1, climb=12)
 
 
 @pytest.fixture(scope="module")
@@ -143,12 +143,21 @@ def test_the_audit_rarely_charges_an_honest_head_and_catches_a_memoriser_more_of
     router, memoriser = rates["router"], rates["memoriser"]
     assert router["penalty"] <= 0.05 and router["reject"] <= 0.005
     # the memoriser leads where it memorised, not on the never-published audit
-    assert memoriser["eval_lead"] > router["eval_lead"] + 0.05
+    assert memoriser["pool_lead"] > router["pool_lead"] + 0.05
     assert memoriser["audit_lead"] == router["audit_lead"]
     assert memoriser["penalty"] > router["penalty"]
-    # where the gate lets it through, its eval lead is not confirmed by the audit: no crown
-    # over a king as good on everything it could not collect (it was ~99% before that limit)
-    assert memoriser["crowned"] <= 0.01
+
+
+@pytest.mark.parametrize("advantage", [0.0, fairness.MEMORISER_ADVANTAGE])
+def test_memorising_the_pool_buys_no_crown_with_live_play(demo, advantage):
+    """In the very same trials (hidden sets, partitions, live runs), the challenger that also
+    memorised the public pool up to the penalty line is crowned exactly when the same
+    challenger honest is: the crown reads only what was never published (a lower bar and no
+    margin make crowns common enough to compare in a test)."""
+    loose = dataclasses.replace(OFFICIAL, crown_z_first=1.5, crown_z_final=1.5, win_margin=0.0)
+    found = fairness.memoriser_crowns(demo, loose, 40, np.random.SeedSequence(3), advantage)
+    assert found["honest"]["crowned"] > 0
+    assert found["memoriser"] == found["honest"]
 
 
 def test_the_crown_test_stops_chance_crowns_but_not_a_clear_improvement(demo):
@@ -254,7 +263,7 @@ def test_the_command_prints_the_figures_and_writes_the_json(tmp_path, capsys):
     out = tmp_path / "fairness.json"
     assert main(["fairness", "--scale", "0.01", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "equal challenger crowned" in printed and "hill-climber" in printed
+    assert "equal challenger crowned" in printed and "climber" in printed
     assert "± is the Monte Carlo standard error" in printed and "at least one false crown" in printed
     assert "left out: 10%" in printed and "live sessions per evaluation" in printed
     validate("fairness", json.loads(out.read_text()))
@@ -283,3 +292,17 @@ def test_the_peer_data_runs(capsys):
     data = fairness.figures(matrix, OFFICIAL, TINY)
     assert data["benchmarks"] == ["math500", "mmlu"]
     validate("fairness", data)
+
+
+def test_a_climber_is_crowned_only_when_a_loss_shows_the_audit(demo):
+    """A campaign keeping whatever published number went up: when a loss publishes only its
+    composite and delta (the eval half and live play), what it fits never reaches the crown;
+    when a loss also published its crown test's z, which reads the audit, it climbs there. A
+    lower bar, no margin and smaller variations keep the test short."""
+    loose = dataclasses.replace(OFFICIAL, crown_z_first=1.5, crown_z_final=1.5, win_margin=0.0,
+                                duplicate_agreement=0.97)
+    blind = fairness.climber(demo, loose, 3, 40, np.random.default_rng(9))
+    seeing = fairness.climber(demo, loose, 3, 40, np.random.default_rng(9), sees_test=True)
+    assert [row["submissions"] for row in blind] == [40]
+    assert blind[-1]["crowned"] == 0 and blind[-1]["beyond"] == 0  # the king never moved
+    assert seeing[-1]["crowned"] > 0 and seeing[-1]["beyond"] > 0

@@ -31,10 +31,10 @@ HEAD = "a" * 40  # the head SHA the gates below run on
 
 
 def gates_for(repo, relpath="submissions/alice/1", author="alice", changes=None, pr=7,
-              attempts=()):
+              attempts=(), shown_at=None):
     ctx = GateContext(author=author, now=NOW, rules=OFFICIAL, changes=changes, pr=pr,
                       head_sha=HEAD, attempts=list(attempts),
-                      refunded=Store(repo).refunded_heads())
+                      refunded=Store(repo).refunded_heads(), shown_at=shown_at)
     return run_gates(Submission(repo, relpath, OFFICIAL), ctx)
 
 
@@ -292,6 +292,34 @@ def test_copies_of_a_pending_attempt_are_caught(repo, make_submission, kind):
     assert report.failed.number == 3 and "the attempt of PR #40 (bob" in report.failed.reason
 
 
+# (when GitHub showed the earlier-recorded alike head, when it showed this one, caught)
+SHOWN = [
+    # the head recorded first was also shown first: this one is the copy
+    ("2026-11-28T10:00:00Z", "2026-11-28T10:00:05Z", True),
+    # recorded first, but shown after this one (its gates job pushed first): this one is the
+    # original, and passes
+    ("2026-11-28T10:00:05Z", "2026-11-28T10:00:00Z", False),
+    # shown in the same second: the lower pull request number was opened first
+    ("2026-11-28T10:00:00Z", "2026-11-28T10:00:00Z", False),
+]
+
+
+@pytest.mark.parametrize(("theirs", "mine", "caught"), SHOWN)
+def test_gate_3_compares_with_heads_github_showed_earlier_not_with_earlier_lines(
+        repo, make_submission, theirs, mine, caught):
+    """The log's order is the order in which gates jobs pushed; which head is the original is
+    when GitHub first showed each on a pull request."""
+    earlier = dataclasses.replace(recorded(repo, make_submission, "bob", seed=5, pr=40),
+                                  shown_at=theirs)
+    head, scales = copy_of("models shifted", decode_fingerprint(
+        earlier.fingerprint, OFFICIAL).astype(np.float32).reshape(3, -1),
+        np.ones(OFFICIAL.svf_scale_count))
+    make_submission(repo, "alice", 1, head=np.vstack([head, np.ones((3, OFFICIAL.hidden_size))]),
+                    scales=scales)
+    report = gates_for(repo, attempts=[earlier], shown_at=mine)
+    assert (report.failed is not None and report.failed.number == 3) is caught
+
+
 def test_a_copy_is_found_among_a_season_of_attempts(repo, make_submission):
     rng = np.random.default_rng(3)
     heads = [rng.normal(0, 0.1, OFFICIAL.head_shape) for _ in range(300)]
@@ -429,3 +457,34 @@ def test_receipt_gate(repo, make_submission, case, changes, message):
     rewrite_receipt(make_submission(repo, "alice", 1), **changes)
     report = gates_for(repo)
     assert report.failed.number == 4 and message in report.failed.reason
+
+
+def test_the_evaluations_re_check_lets_the_original_through_and_stops_the_copy(repo,
+                                                                             make_submission):
+    """The copy's gates job recorded first, the original's after; at evaluation each head is
+    judged against every head GitHub showed before it, however late its line."""
+    from evaluator.gates import recheck
+
+    store = Store(repo)
+    head, scales = read_weights(make_submission(repo, "alice", 1, seed=5)
+                                / "weights.safetensors", OFFICIAL)
+    shutil.rmtree(repo / "submissions" / "alice")  # a pull request's folder is not on main
+
+    def checked(login: str, pr: int, shown: str | None = None) -> str | None:
+        make_submission(repo, login, 1, head=head, scales=scales)  # the copy: the same weights
+        sub, sha = Submission(repo, f"submissions/{login}/1", OFFICIAL), f"{pr:040x}"
+        if shown is not None:
+            ctx = GateContext(author=login, now=NOW, rules=OFFICIAL, pr=pr, head_sha=sha,
+                              shown_at=shown)
+            store.record_attempt(attempt_of(sub, run_gates(sub, ctx, GATES[2:]), ctx, 1))
+            found = None
+        else:
+            found = recheck(repo, f"submissions/{login}/1", pr, OFFICIAL, head_sha=sha)
+        shutil.rmtree(repo / "submissions" / login)
+        return found
+
+    checked("bob", 8, "2026-11-28T10:00:05Z")  # the copy's gates job pushed first
+    checked("alice", 7, "2026-11-28T10:00:00Z")
+    assert checked("alice", 7) is None
+    copy = checked("bob", 8)
+    assert copy is not None and copy.startswith("gate 3 (duplicate)") and "PR #7" in copy

@@ -20,6 +20,7 @@ from evaluator.verdict import (
     evidence,
     judge,
     measured,
+    overfit_reason,
     published_crowns,
     session_calls,
     through_stage,
@@ -90,24 +91,24 @@ def test_the_evidence_by_hand():
     mine = Measured.of([1, 0], [1, 1], [1, 1], [1, 3])
     king = Measured.of([1, 0], [1, 0], [1, 0], [1, 1])
     ev = evidence({"a": mine}, {"a": king}, rules)
-    # cached: 0.7 × (1/4 won, on the audit: no eval lead the audit leaves unconfirmed);
-    # live: (0.15 + 0.1 × 3/4) × 1 − (0.15 + 0.1 × 1) × 0.5
-    assert ev.difference == pytest.approx(0.175 + 0.225 - 0.125)
-    # cached variance 0.1225 / 4; live, the paired first-order effects ±0.1 and one question
+    # cached: 0.7 × (1/2 won on the audit; the eval items, drawn from the public dataset, do
+    # not count); live: (0.15 + 0.1 × 3/4) × 1 − (0.15 + 0.1 × 1) × 0.5
+    assert ev.difference == pytest.approx(0.35 + 0.225 - 0.125)
+    # cached variance 0.245 / 2; live, the paired first-order effects ±0.1 and one question
     # won by each side at the mean worth of a live question, (0.225 + 0.25) / 2
     live = (0.1 ** 2 * 2 + 2 * 0.2375 ** 2) / (2 * 1)
     # the test reads the live part weighed by crown_live_weight, in the value and its spread
     weight = rules.crown_live_weight
-    assert ev.weighted == pytest.approx(0.175 + weight * (0.225 - 0.125))
-    assert ev.se == pytest.approx((0.030625 + weight ** 2 * live) ** 0.5)
+    assert ev.weighted == pytest.approx(0.35 + weight * (0.225 - 0.125))
+    assert ev.se == pytest.approx((0.1225 + weight ** 2 * live) ** 0.5)
     assert ev.z == pytest.approx(ev.weighted / ev.se)
     same = evidence({"a": king}, {"a": king}, rules)
     assert (same.difference, same.weighted, same.z) == (0.0, 0.0, 0.0)
 
 
-def _played(item, correct, turns, *models, status=ANSWERED):
+def _played(item, correct, turns, *models, status=ANSWERED, replayed=False):
     return LiveOutcome(item, correct, turns, 0.0, tuple(Decision(m, "Worker") for m in models),
-                       status=status)
+                       status=status, replayed=replayed)
 
 
 def test_a_session_is_named_by_its_question_and_its_calls():
@@ -129,8 +130,8 @@ def test_alike_sessions_are_a_tie_whatever_their_grades():
     cached = [1, 0, 1, 0]
     mine = [_played("q1", True, 1, "x"), _played("q2", True, 2, "x", "y"),
             _played("q3", True, 1, "y")]
-    theirs = [_played("q1", False, 1, "x"), _played("q2", False, 3, "x", "y", "y"),
-              _played("q3", False, 1, "x")]
+    theirs = [_played("q1", False, 1, "x", replayed=True),
+              _played("q2", False, 3, "x", "y", "y"), _played("q3", False, 1, "x")]
     ev = evidence({"a": measured(cached, cached, mine, rules)},
                   {"a": measured(cached, cached, theirs, rules)}, rules)
     # q1 is alike (both 1 turn, half right); q2 and q3 differ: won by the challenger
@@ -143,69 +144,71 @@ def test_alike_sessions_are_a_tie_whatever_their_grades():
     graded = evidence({"a": measured(cached, cached, mine, rules)},
                       {"a": measured(cached, cached, unknown, rules)}, rules)
     assert graded.difference > ev.difference
-    # the same calls everywhere: no difference at all, whatever the grades
-    again = [dataclasses.replace(o, correct=not o.correct) for o in mine]
+    # the same calls everywhere, each of the king's a replay: no difference at all
+    again = [dataclasses.replace(o, correct=not o.correct, replayed=True) for o in mine]
     tie = evidence({"a": measured(cached, cached, mine, rules)},
                    {"a": measured(cached, cached, again, rules)}, rules)
     assert (tie.difference, tie.z) == (0.0, 0.0)
+    # the same calls but a king's session that was not replayed (the cache had no answer:
+    # a call that failed, a run without it): graded as played, never a tie
+    fresh = [dataclasses.replace(o, replayed=False) for o in again]
+    graded = evidence({"a": measured(cached, cached, mine, rules)},
+                      {"a": measured(cached, cached, fresh, rules)}, rules)
+    assert graded.difference > 0 and graded.z > 0
     # the stages cut the calls with the grades
     cut = through_stage({"a": measured(cached, cached, mine, rules)}, 1,
                         dataclasses.replace(rules, live_first_stage=2))
-    assert len(cut["a"].live_calls) == cut["a"].live_correct.size == 2
+    assert len(cut["a"].live_calls) == cut["a"].live_correct.size == len(cut["a"].live_replayed) == 2
 
 
-def test_the_pools_unscored_half_counts_as_evidence_like_the_eval_half():
-    """The same lead on twice the items: the same difference, a smaller standard error; a lead
-    on the unscored half the audit does not confirm is cut like one on the eval half."""
+def _grades(won: int, n: int = 150, base: int = 90) -> list[int]:
+    """A head right on `base` + `won` of n items (the king is right on the first `base`)."""
+    return [1] * (base + won) + [0] * (n - base - won)
+
+
+# (pool lead in items of 150, on the eval half and on the rest; audit lead in items of 150)
+MEMORISERS = [
+    # a memorised lead on the pool, nothing on the audit: every size of it
+    (30, 30, 0), (8, 8, 0), (4, 4, 0), (2, 2, 0),
+    # a lead set just where the old limit let the pooled error read it
+    (5, 5, 3),
+    # the lead memorised on the unscored half only
+    (0, 40, 0),
+    # an honest head: the same lead on every set
+    (10, 10, 10),
+]
+
+
+@pytest.mark.parametrize(("eval_won", "rest_won", "audit_won"), MEMORISERS)
+def test_a_lead_on_the_public_pool_decides_no_crown(eval_won, rest_won, audit_won):
+    """The pool is drawn from the public dataset, so a memoriser sets its lead there at will;
+    whatever that lead, the crown test reads what the never-published audit shows, with the
+    audit's own variance: exactly what the same head with no pool lead would get."""
+    rules = dataclasses.replace(OFFICIAL, benchmarks=("a",), audit_size=150,
+                                overfit_reject_gap=1.0)
+    king = {"a": Measured.of(_grades(0), _grades(0), [], [], rest_correct=_grades(0))}
+    audit = _grades(audit_won)
+    fitted = {"a": Measured.of(_grades(eval_won), audit, [], [], rest_correct=_grades(rest_won))}
+    plain = {"a": Measured.of(_grades(audit_won), audit, [], [], rest_correct=_grades(audit_won))}
+    memorised, honest = evidence(fitted, king, rules), evidence(plain, king, rules)
+    assert (memorised.difference, memorised.se, memorised.z) == pytest.approx(
+        (honest.difference, honest.se, honest.z))
+    paired = rules.weight_cached * (np.array(audit) - np.array(_grades(0)))
+    assert memorised.se == pytest.approx(np.std(paired, ddof=1) / np.sqrt(paired.size))
+
+
+@pytest.mark.parametrize(("eval_won", "rest_won", "rejected"), [
+    (0, 0, False),
+    # a lead memorised on the unscored half alone is charged like one on the eval half
+    (0, 60, True),
+    (60, 0, True),
+])
+def test_the_overfit_gate_reads_every_public_item_the_head_is_graded_on(eval_won, rest_won,
+                                                                         rejected):
     rules = dataclasses.replace(OFFICIAL, benchmarks=("a",))
-    king_grades, lead_grades = [1] * 90 + [0] * 60, [1] * 100 + [0] * 50
-    king = {"a": Measured.of(king_grades, king_grades, [], [])}
-    alone = evidence({"a": Measured.of(lead_grades, lead_grades, [], [])}, king, rules)
-    king_all = {"a": Measured.of(king_grades, king_grades, [], [], rest_correct=king_grades)}
-    both = evidence({"a": Measured.of(lead_grades, lead_grades, [], [],
-                                      rest_correct=lead_grades)}, king_all, rules)
-    assert both.difference == pytest.approx(alone.difference)
-    assert both.se < alone.se and both.z > alone.z
-    memorised = evidence({"a": Measured.of(king_grades, king_grades, [], [],
-                                           rest_correct=[1] * 150)}, king_all, rules)
-    assert memorised.audit_limited == ("a",) and memorised.difference < rules.win_margin
-
-
-def test_a_lead_on_the_public_items_counts_only_as_far_as_the_audit_confirms_it():
-    """A memoriser routes the public pool items it collected better than the king, and the
-    never-published audit items no better: the crown test sees at most `audit_slack_z` standard
-    errors of a lead, as large in z however many pool items it memorised. An honest head leading
-    on both keeps the evidence of every item; so does one whose audit lead is larger, or whose
-    pool lead is larger by less than that."""
-    rules = dataclasses.replace(OFFICIAL, benchmarks=("a",))
-    king = {"a": Measured.of([1] * 90 + [0] * 60, [1] * 90 + [0] * 60, [], [],
-                             rest_correct=[1] * 90 + [0] * 60)}
-
-    def head(pool_won, audit_won):
-        pool = [1] * (90 + pool_won) + [0] * (60 - pool_won)
-        return {"a": Measured.of(pool, [1] * (90 + audit_won) + [0] * (60 - audit_won), [], [],
-                                 rest_correct=pool)}
-
-    def spread(*won):  # the standard error of the difference over 150 items per set
-        grades = [[0.7] * w + [0] * (150 - w) for w in won]
-        return float(np.std(np.concatenate(grades), ddof=1)) / (150 * len(won)) ** 0.5
-
-    # the difference cut to the audit's lead plus audit_slack_z of its standard errors
-    memoriser = evidence(head(30, 0), king, rules)
-    assert memoriser.audit_limited == ("a",)
-    assert memoriser.difference == pytest.approx(rules.audit_slack_z * spread(30, 30, 0))
-    assert memoriser.z == pytest.approx(rules.audit_slack_z)
-    assert memoriser.difference < rules.win_margin
-    partly = evidence(head(30, 10), king, rules)
-    confirmed = 0.7 * 10 / 150
-    assert partly.difference == pytest.approx(confirmed + rules.audit_slack_z * spread(30, 30, 10))
-    assert partly.difference < evidence(head(30, 30), king, rules).difference
-    honest = evidence(head(10, 10), king, rules)
-    assert honest.difference == pytest.approx(0.7 * 10 / 150) and not honest.audit_limited
-    modest = evidence(head(5, 10), king, rules)
-    assert modest.difference == pytest.approx(0.7 * 20 / 450) and not modest.audit_limited
-    within = evidence(head(11, 10), king, rules)
-    assert within.difference == pytest.approx(0.7 * 32 / 450) and not within.audit_limited
+    head = {"a": Measured.of(_grades(eval_won, base=60), _grades(0, base=60), [], [],
+                             rest_correct=_grades(rest_won, base=60))}
+    assert (overfit_reason(head, rules) is not None) is rejected
 
 
 @pytest.mark.parametrize(("mine", "king", "difference", "z"), [
@@ -223,12 +226,12 @@ def test_the_evidence_of_degenerate_heads(mine, king, difference, z):
 
 
 def test_the_overfit_penalty_shapes_the_composite_but_does_not_decide_the_crown():
-    """Right on the same number of pool questions; which of them fell in the eval half gives
-    the king a gap over the penalty line, by chance."""
+    """Right on the same audit items; the king's eval half happens to be kinder to it, a gap
+    over the penalty line."""
     rules = dataclasses.replace(OFFICIAL, benchmarks=("a", "b"))
-    fair = {b: Measured.of([1] * 30 + [0] * 10, [1] * 30 + [0] * 10, [1, 0], [2, 2])
+    fair = {b: Measured.of([1] * 300 + [0] * 100, [1] * 300 + [0] * 100, [1, 0], [2, 2])
             for b in rules.benchmarks}
-    lucky = {b: Measured.of([1] * 35 + [0] * 5, [1] * 25 + [0] * 15, [1, 0], [2, 2])
+    lucky = {b: Measured.of([1] * 345 + [0] * 55, [1] * 300 + [0] * 100, [1, 0], [2, 2])
              for b in rules.benchmarks}
     decided = judge(fair, lucky, dict.fromkeys(rules.benchmarks, 0.5), rules, stage=2)
     assert decided.king_scores["a"].overfit_penalty == rules.overfit_penalty_factor

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import secrets
 import tempfile
@@ -387,6 +388,47 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
 # Sealing ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Likeness:
+    """The best single model of the pool (by its cached answers there), its accuracy on the
+    pool and on the audit, and how many standard errors of their difference apart they are."""
+
+    model: str
+    pool: float
+    audit: float
+    z: float
+
+
+def likeness(pool: Sequence[AnsweredItem], audit: Sequence[AnsweredItem],
+             rules: Competition) -> Likeness:
+    """How far the audit's difficulty is from the pool's, read on the best single model."""
+    hits = {m: sum(r.answers[m].correct for r in pool) for m in rules.pool_names}
+    model = max(rules.pool_names, key=lambda m: hits[m])  # pool order breaks ties
+    a = hits[model] / len(pool)
+    b = sum(r.answers[model].correct for r in audit) / len(audit)
+    se = math.sqrt(a * (1 - a) / len(pool) + b * (1 - b) / len(audit))
+    z = (a - b) / se if se > 0 else (0.0 if a == b else math.copysign(math.inf, a - b))
+    return Likeness(model, a, b, z)
+
+
+def check_audit_like_pool(benchmark: str, pool: Sequence[AnsweredItem],
+                          audit: Sequence[AnsweredItem], rules: Competition) -> Likeness:
+    """Refuse a seal whose audit is not drawn like its pool: the crown reads the audit alone, so
+    an audit harder or easier than the pool would read a real gain there as a smaller or
+    larger one. Nothing is sealed; the maintainer draws the private source again to match."""
+    found = likeness(pool, audit, rules)
+    if abs(found.z) > rules.audit_match_z:
+        harder = "harder" if found.z > 0 else "easier"
+        raise BenchmarkError(
+            f"{benchmark}: the audit (the private source) is {harder} than the pool: the best "
+            f"single model, {found.model}, is right on {found.pool:.1%} of the pool and "
+            f"{found.audit:.1%} of the audit, {abs(found.z):.1f} standard errors apart (the "
+            f"limit is {rules.audit_match_z}); nothing was sealed. Build the private source "
+            "like the public dataset, in the same subjects and levels at the same shares "
+            "(Maintaining guide, \"A private source like the pool\"), and seal again")
+    return found
+
+
 def seal_one(items: Sequence[Item], answer: Answerer, out_dir: str | Path, password: str,
              seed: str, rules: Competition, private: Private, kdf: KdfParams = OFFICIAL_KDF
              ) -> dict[str, Any]:
@@ -401,6 +443,7 @@ def seal_one(items: Sequence[Item], answer: Answerer, out_dir: str | Path, passw
         rows[split] = answer(todo)
         if [row.item.id for row in rows[split]] != [item.id for item in todo]:
             raise BenchmarkError(f"{benchmark}: the cached answers do not match the items asked")
+    check_audit_like_pool(benchmark, rows[POOL_SPLIT], rows[AUDIT_SPLIT], rules)
     public = {split: {"count": len(rows[split]),
                       "commitment": seal_split(sealed_path(out_dir, benchmark, split),
                                                [r.to_dict() for r in rows[split]],

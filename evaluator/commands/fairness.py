@@ -15,10 +15,11 @@ def add_fairness(p: argparse.ArgumentParser) -> None:
     p.description = ("Simulate evaluations under the current rules with the evaluator's own "
                      "verdict function: how often an honest head is penalised or rejected, how "
                      "often an equal challenger is crowned by chance, in one evaluation and over "
-                     "a campaign of near-equal submissions, how often a better one is, how many "
-                     "live sessions an evaluation plays, and what a hill-climber gains on the "
-                     "board. The king's live sessions are re-run independently (the shared case "
-                     "beside it); every rate comes with its Monte Carlo standard error.")
+                     "a campaign of near-equal submissions, how often a better one is, a "
+                     "memoriser's crowns, how many live sessions an evaluation plays, and how "
+                     "often a climber is crowned and what it gains on the board. The king's "
+                     "live sessions are re-run independently (the shared case beside it); every "
+                     "rate comes with its Monte Carlo standard error.")
     p.add_argument("--matrix", type=Path, action="append", metavar="FILE",
                    help="a correctness matrix, one per benchmark ({benchmark, tasks[].per_model"
                         "{model: [0|1, ...]}}); repeat for several (default: the demo corpus)")
@@ -60,7 +61,7 @@ def summary(data: dict[str, Any]) -> list[str]:
              f"   (a fixed {honest['without']['eval_size']}/{honest['without']['audit_size']} "
              f"split: {_of(old['any']['penalty'], n)}, "
              f"{_of(old['any']['reject'], n)})",
-             *memorisation_lines(data.get("memorisation"), data["trials"]["crown"]),
+             *memorisation_lines(data["memorisation"], data["trials"]["crown"]),
              f"equal challenger crowned (independent live re-runs, two runs of a call graded "
              f"differently with chance {data['rerun_flip']} / shared live play):"]
     lines += [f"  decisions differ on {row['disagreement']:.0%} of items: "
@@ -87,10 +88,14 @@ def summary(data: dict[str, Any]) -> list[str]:
     lines.append(f"live sessions per evaluation: {live['first_stage']} when the first stage "
                  f"decides, {live['near_equal']:.0f} expected for a near-equal challenger, "
                  f"{live['costliest']:.0f} in the costliest scenario, {live['worst']} at worst")
-    lines.append("hill-climber's gain on the board (fresh partitions, rounded deltas / "
-                 "a fixed split, exact deltas):")
-    lines += [f"  after {row['submissions']:>5} submissions: {row['gain']:+.3f} / "
-              f"{row['without']:+.3f}" for row in data["hill_climb"]]
+    climb = data["climber"]
+    lines.append(f"climber ({climb['climbers']} sybil campaigns keeping what a loss publishes, "
+                 "going on from any crown): crowned at least once, and the king's gain on the "
+                 "board beyond its true gain / the same when a loss publishes its crown test's z:")
+    lines += [f"  after {row['submissions']:>5} submissions: "
+              f"{_of(row['crowned'], climb['climbers'])}, {row['beyond']:+.4f} / "
+              f"{_of(other['crowned'], climb['climbers'])}, {other['beyond']:+.4f}"
+              for row, other in zip(climb["rows"], climb["without"], strict=True)]
     return lines
 
 
@@ -102,16 +107,23 @@ def memorisation_lines(memo: dict[str, Any] | None, trials: int) -> list[str]:
     if not memo:
         return []
     lines = [f"the audit ({memo['audit_size']} never-published items per benchmark), penalised / "
-             "rejected on any benchmark, lead over the best single model on eval / audit items:"]
+             "rejected on any benchmark, lead over the best single model on pool / audit items:"]
     for name, who in (("router", "a head that learnt the task"),
-                      ("memoriser", "a head fitted to every public item")):
+                      ("memoriser", "the same head fitted to every public pool item")):
         row = memo[name]
         lines.append(f"  {who}: {_of(row['penalty'], trials)} / "
                      f"{_of(row['reject'], trials)}, lead "
-                     f"{row['eval_lead']:+.3f} / {row['audit_lead']:+.3f}")
-    if "crowned" in memo["memoriser"]:
-        lines.append(f"  the memoriser crowned over a king as good on what it could not "
-                     f"collect: {_of(memo['memoriser']['crowned'], trials)}")
+                     f"{row['pool_lead']:+.3f} / {row['audit_lead']:+.3f}")
+    lines.append(f"crowned with live play (independent / shared), the same challenger honest and "
+                 f"having memorised the pool up to a lead of {memo['lead']}:")
+    for row in memo["crowns"]:
+        honest, fitted = row["honest"], row["memoriser"]
+        lines.append(f"  true advantage {row['advantage']:+.2f}, other decisions differ on "
+                     f"{row['disagreement']:.0%}: honest "
+                     f"{_pct(honest['crowned'], honest['crowned_se'])} / "
+                     f"{_pct(honest['shared'], honest['shared_se'])}, memoriser "
+                     f"{_pct(fitted['crowned'], fitted['crowned_se'])} / "
+                     f"{_pct(fitted['shared'], fitted['shared_se'])}")
     return lines
 
 

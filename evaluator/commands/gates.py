@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from evaluator import attempts_index
+from evaluator import attempts_index, precedence
 from evaluator.advisories import Advisory
 from evaluator.changes import Change, parse_changes
 from evaluator.commands.output import (
@@ -21,10 +21,10 @@ from evaluator.commands.output import (
     write_json_out,
     write_text_out,
 )
-from evaluator.errors import UsageError
-from evaluator.files import parse_time, utc_now
+from evaluator.errors import GitHubError, UsageError
+from evaluator.files import format_time, parse_time, utc_now
 from evaluator.gates import GateReport, attempt_of, context_for, run_gates
-from evaluator.github import publish
+from evaluator.github import GitHub, publish
 from evaluator.next_steps import NextStep, next_step, submission_advisories
 from evaluator.rules import is_commit_sha, is_name
 from evaluator.store import LEADERBOARD_DIR, Store
@@ -42,6 +42,13 @@ def add_gates(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pr", type=int, help="PR number (re-runs keep their generation and slot)")
     p.add_argument("--head-sha", help="the PR head commit (full SHA), stored with the attempt")
     p.add_argument("--now", help="evaluate the rate limit at this UTC time (ISO 8601)")
+    p.add_argument("--shown-at", help="when GitHub first showed this head on the pull request "
+                                      "(UTC, ISO 8601; `gh pr-info --run-id`): gate 3 compares "
+                                      "it with the heads shown before it")
+    p.add_argument("--pending", type=Path, metavar="DIR",
+                   help="the open pull requests' heads shown before this one and not gated yet "
+                        "(`gh pending`): a head that routes like one of them is held, reading "
+                        "main again, until that one's gates have run")
     p.add_argument("--json", dest="json_out", metavar="OUT",
                    help="write the report as JSON (- for stdout)")
     p.add_argument("--comment", metavar="OUT", help="write the PR comment (Markdown; - for stdout)")
@@ -75,7 +82,7 @@ def add_preflight(p: argparse.ArgumentParser) -> None:
     p.add_argument("--now", help=argparse.SUPPRESS)
     p.set_defaults(func=run_preflight, changed_files=None, pr=None, head_sha=None,
                    json_out=None, comment=None, rules_url="", record_attempt=False, push=False,
-                   format="text", exit_zero=False)
+                   format="text", exit_zero=False, shown_at=None, pending=None)
 
 
 PARSERS = {"gates": add_gates, "preflight": add_preflight}
@@ -113,39 +120,75 @@ def run_bot(args: argparse.Namespace) -> int:
                          "--remote and --branch")
     try:
         now = parse_time(args.now) if args.now else utc_now()
+        if args.shown_at:
+            args.shown_at = format_time(parse_time(args.shown_at))
         changes = (parse_changes(args.changed_files.read_text(encoding="utf-8"))
                    if args.changed_files else None)
     except (OSError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
+    pending = precedence.read(args.pending, args.rules) if args.pending else []
     with github_output() if args.format == "github" else nullcontext():
-        if args.push:
-            checked, _ = publish(args.repo, [LEADERBOARD_DIR], f"leaderboard: attempt of PR "
-                                 f"#{args.pr}", lambda: _check(args, now, changes),
-                                 args.remote, args.branch)
-        else:
-            checked = _check(args, now, changes)
+        checked = _gate(args, now, changes, pending)
         _emit(checked, args)
     return 0 if checked.report.passed or args.exit_zero else 1
 
 
+def _gate(args: argparse.Namespace, now: datetime, changes: list[Change] | None,
+          pending: list) -> GatesRun:
+    """The gates, recorded on main with --push; while the head routes like a pending head
+    shown before it (`precedence`), it is held: main is read again until that head's gates
+    have run, for at most `precedence.HOLD_BUDGET_S`."""
+    waited, github = 0.0, None
+    while True:
+        if args.push:
+            checked, _ = publish(args.repo, [LEADERBOARD_DIR], f"leaderboard: attempt of PR "
+                                 f"#{args.pr}", lambda held=pending: _check(args, now, changes, held),
+                                 args.remote, args.branch)
+        else:
+            checked = _check(args, now, changes, pending)
+        if not checked.held:
+            return checked
+        names = ", ".join(p.what for p in checked.held)
+        if not args.push or waited >= precedence.HOLD_BUDGET_S:
+            raise GitHubError(f"held: the head routes like that of {names}, shown on a pull "
+                              "request before it, whose gates have not run yet; re-run this job "
+                              "once they have (the earlier head wins)")
+        say([f"held: the head routes like that of {names}, shown before it; waiting for its "
+             "gates"], args.format == "github")
+        precedence.pause()
+        waited += precedence.HOLD_POLL_S
+        github = github or GitHub.from_env(os.environ.get("GITHUB_REPOSITORY") or None)
+        pending = [(p, rows) for p, rows in pending if not precedence.settled(github, p)]
+
+
 @dataclass(frozen=True)
 class GatesRun:
-    """The gates' verdict, and what the miner is told besides (neither changes it)."""
+    """The gates' verdict, and what the miner is told besides (neither changes it). `held`:
+    pending heads shown before this one that it routes like (nothing is recorded then)."""
 
     report: GateReport
     step: NextStep | None
     advisories: list[Advisory]
+    held: tuple = ()
 
     def to_dict(self) -> dict:
         return {**self.report.to_dict(), "advisories": [a.to_dict() for a in self.advisories],
                 "next_step": None if self.step is None else self.step.to_dict()}
 
 
-def _check(args: argparse.Namespace, now: datetime, changes: list[Change] | None) -> GatesRun:
-    """The gates on the checkout as it is now, recording the attempt if asked."""
-    ctx = context_for(args.repo, args.author, args.rules, now, changes, args.pr, args.head_sha)
+def _check(args: argparse.Namespace, now: datetime, changes: list[Change] | None,
+           pending: list = ()) -> GatesRun:
+    """The gates on the checkout as it is now, recording the attempt if asked (unless the
+    head is held: see `_gate`)."""
+    ctx = context_for(args.repo, args.author, args.rules, now, changes, args.pr, args.head_sha,
+                      args.shown_at)
     sub = Submission(args.repo, args.submission, args.rules)
     report = run_gates(sub, ctx)
+    if pending and report.passed_gate(3):
+        logged = Store(args.repo, lenient=True).attempts()  # the whole log: who has run
+        held = precedence.alike(sub.weights[0], pending, logged, args.rules, ctx.basis)
+        if held:
+            return GatesRun(report, None, [], tuple(held))
     step = next_step(sub, report, ctx, recorded=args.record_attempt)
     if args.record_attempt and report.passed_gate(1):
         store = Store(args.repo, lenient=True)  # it checks the line it appends

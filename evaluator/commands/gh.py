@@ -16,20 +16,22 @@ import json
 import os
 import re
 from collections.abc import Callable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from evaluator import handover, recording, vault
+from evaluator import handover, precedence, recording, vault
 from evaluator.commands.leaderboard import load_result
 from evaluator.commands.output import github_output, say, set_outputs, write_json_out
 from evaluator.contenders import earlier_attempts
 from evaluator.errors import GitHubError, VaultError
-from evaluator.files import format_time, utc_now
+from evaluator.files import format_time, try_parse_time, utc_now
 from evaluator.github import (
     GitHub,
+    fetch_heads,
     fetch_submission,
     head_commit,
     installation_token,
     publish,
+    submission_folder,
 )
 from evaluator.leaderboard import mark_unfinished
 from evaluator.lifecycle import REFUNDED, unfinished
@@ -41,7 +43,6 @@ from evaluator.store import (
     LEADERBOARD_DIR,
     Store,
     parse_submission_path,
-    submission_path,
 )
 
 GATES_MARKER = "<!-- tinyrouter:gates -->"
@@ -81,6 +82,18 @@ def add_gh(gh: argparse.ArgumentParser) -> None:
                            "the PR at this head (the gates-passed label is only a display)")
     info.add_argument("--require-undecided", action="store_true",
                       help="fail if this head already has a decisive result")
+    info.add_argument("--run-id", type=int,
+                      help="this gates run: its creation time, when GitHub first showed the head "
+                           "on the pull request, becomes the shown_at output")
+
+    pending = verb("pending", "copy in, as data, the heads of other miners' open pull requests "
+                   "opened before this head was shown and not in the attempts log (the gates "
+                   "hold a head that routes like one of them until its gates have run)",
+                   run_pending, repo=True)
+    pending.add_argument("--author", required=True, help="this pull request's author")
+    pending.add_argument("--shown-at", required=True,
+                         help="when GitHub first showed this head (pr-info's shown_at)")
+    pending.add_argument("--out", type=Path, required=True, help="the folder to copy them into")
 
     files = verb("changed-files", "write a head's changes as `git diff --name-status`",
                  run_changed_files, pr=False)
@@ -94,12 +107,14 @@ def add_gh(gh: argparse.ArgumentParser) -> None:
     fetch.add_argument("--head-sha", required=True)
     fetch.add_argument("--submission", required=True, help="submissions/<login>/<n>")
 
-    earlier = verb("fetch-earlier", "copy every earlier attempt's folder that the behavioural "
-                   "check compares (other miners' heads that passed the gates) from its PR head "
-                   "into OUT as data", run_fetch_earlier, repo=True)
+    earlier = verb("fetch-earlier", "keep the weights of every earlier head the behavioural "
+                   "check compares (other miners' heads that passed the gates) in the head cache "
+                   "OUT, by their SHA-256, fetching only those it does not hold; a head that "
+                   "cannot be fetched is listed as not compared", run_fetch_earlier, repo=True)
     earlier.add_argument("--head-sha", required=True, help="the head being evaluated")
     earlier.add_argument("--submission", required=True, help="submissions/<login>/<n>")
-    earlier.add_argument("--out", type=Path, required=True, help="the folder to copy them into")
+    earlier.add_argument("--out", type=Path, required=True,
+                         help="the head cache (kept between evaluations where it can be)")
 
     comment = verb("comment", "create or update the bot's one comment with MARKER", run_comment)
     comment.add_argument("--marker", required=True, help="the HTML comment that marks it")
@@ -226,20 +241,6 @@ def _client(args: argparse.Namespace) -> GitHub:
     return GitHub.from_env(args.repository)
 
 
-def submission_folder(paths: list[str], author: str) -> str:
-    """The submission folder a PR adds: the first safe `submissions/<a>/<b>`, else the author's.
-
-    The fallback lets gate 0 explain what is wrong instead of the workflow failing blind.
-    """
-    for path in paths:
-        parts = PurePosixPath(path).parts
-        if len(parts) >= 3 and parts[0] == "submissions":
-            folder = "/".join(parts[:3])
-            if parse_submission_path(folder) is not None:
-                return folder
-    return submission_path(author, 1)
-
-
 # ---------------------------------------------------------------- handlers
 
 def run_pr_info(args: argparse.Namespace) -> int:
@@ -271,8 +272,25 @@ def run_pr_info(args: argparse.Namespace) -> int:
         raise GitHubError(f"PR #{number} at {head[:12]} is already {state} and is not "
                           f"evaluated again ({why})")
     paths = [f.path for f in github.changed_files(number) if f.status == "added"]
-    set_outputs({"pr": str(number), "author": pull.author, "head_sha": head,
-                 "submission": submission_folder(paths, pull.author)})
+    outputs = {"pr": str(number), "author": pull.author, "head_sha": head,
+               "submission": submission_folder(paths, pull.author)}
+    if args.run_id is not None:
+        outputs["shown_at"] = precedence.shown_at(github, args.run_id)
+    set_outputs(outputs)
+    return 0
+
+
+def run_pending(args: argparse.Namespace) -> int:
+    if not is_name(args.author):
+        raise GitHubError(f"--author {args.author!r} is not a GitHub login")
+    moment = try_parse_time(args.shown_at)
+    if moment is None:
+        raise GitHubError(f"--shown-at {args.shown_at!r} is not a UTC time")
+    store = Store(args.repo, lenient=True)  # its lines were checked as they were written
+    found = precedence.collect(_client(args), store.attempts(), _pr(args), args.author,
+                               format_time(moment), args.out, args.rules)
+    _say(f"{len(found)} open pull request head(s) shown before this one, not gated yet: "
+         + (", ".join(p.what for p in found) or "none"))
     return 0
 
 
@@ -300,13 +318,13 @@ def run_fetch_earlier(args: argparse.Namespace) -> int:
     parsed = parse_submission_path(args.submission)
     if parsed is None:
         raise GitHubError(f"{args.submission!r} is not a submissions/<login>/<generation> folder")
-    store = Store(args.repo)
+    store = Store(args.repo, lenient=True)  # its lines were checked as they were written
     attempts = earlier_attempts(store, parsed[0], _pr(args), _sha(args.head_sha), store.king())
-    client = _client(args)
-    for attempt in attempts:
-        fetch_submission(client, args.out, attempt.head_sha or "",
-                         submission_path(attempt.miner, attempt.generation), args.rules)
-    _say(f"copied {len(attempts)} earlier attempt folder(s) as data")
+    fetched, missing = fetch_heads(_client(args), args.out, attempts, args.rules)
+    for attempt, why in missing:
+        _say(f"not compared: the attempt of PR #{attempt.pr} ({attempt.miner}): {why}")
+    _say(f"{len(attempts)} earlier head(s) to compare: {fetched} fetched, "
+         f"{len(attempts) - fetched - len(missing)} already kept, {len(missing)} not to be had")
     return 0
 
 
@@ -406,7 +424,8 @@ def run_encrypt_result(args: argparse.Namespace) -> int:
 def run_decrypt_result(args: argparse.Namespace) -> int:
     number, sha = _pr(args), _sha(args.head_sha)
     try:
-        sealed = args.sealed.read_bytes()
+        with args.sealed.open("rb") as handle:  # no more than the cap is read (unlock refuses it)
+            sealed = handle.read(handover.MAX_SEALED_BYTES + 1)
     except OSError as exc:
         raise GitHubError(f"cannot read the sealed result {args.sealed}: {exc}") from exc
     try:

@@ -1,5 +1,5 @@
-"""`tinyrouter leaderboard validate|apply|seed-king|mark|subjects|render`: the committed leaderboard
-state."""
+"""`tinyrouter leaderboard validate|apply|seed-king|mark|lift|subjects|render`: the committed
+leaderboard state."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from evaluator.leaderboard import (
     check_private,
     check_result,
     decide,
+    lift_mark,
     mark_unfinished,
     require_king_folder,
     seed_king,
@@ -78,6 +79,16 @@ def add_leaderboard(board: argparse.ArgumentParser) -> None:
     attest.add_argument("--repo", type=Path, default=Path("."),
                         help="a checkout of the branch the record job pushed, with its history")
     attest.set_defaults(func=run_subjects)
+
+    lift = verbs.add_parser(
+        "lift", help="take back a head's declined, expired or failed mark (maintainer): its "
+                     "slot counts again from its gated time and the record job records its next "
+                     "result; refused when the refund was already spent")
+    lift.add_argument("--pr", type=int, required=True, help="the pull request")
+    lift.add_argument("--head-sha", required=True, help="the marked head, in full")
+    lift.add_argument("--reason", required=True, help="one line, shown on the Queue page")
+    lift.add_argument("--repo", type=Path, default=Path("."), help="repository root")
+    lift.set_defaults(func=run_lift)
 
     render = verbs.add_parser("render", help="a result as the PR comment or the job summary")
     render.add_argument("result", type=Path, help="a public RESULT.json")
@@ -174,6 +185,18 @@ def run_subjects(args: argparse.Namespace) -> int:
     write_text_out(str(args.out), "".join(subject.line for subject in found))
     for subject in found:
         print(f"attesting {subject.name} (sha256 {subject.sha256})")
+    return 0
+
+
+def run_lift(args: argparse.Namespace) -> int:
+    if not is_commit_sha(args.head_sha):
+        raise UsageError(f"--head-sha {args.head_sha!r} is not a full lowercase commit SHA")
+    event = lift_mark(Store(args.repo), args.pr, args.head_sha, args.reason,
+                      format_time(utc_now()), args.rules)
+    print(f"lifted the mark of PR {args.pr} at {args.head_sha[:12]} ({event['reason']}): its "
+          f"slot counts again for {event['miner']} from the time its gates passed, and the "
+          "record job records the next result of this head (re-run its evaluation)")
+    print(f"commit {LEADERBOARD_DIR}/{QUEUE_FILE} through a pull request first")
     return 0
 
 

@@ -59,6 +59,10 @@ class GitHubHTTPError(GitHubError):
         self.status, self.message = status, message
 
 
+class NotAFile(GitHubError):
+    """What a path names at a commit is not a regular file within the size asked for."""
+
+
 class MergeRefused(GitHubError):
     """The pull request cannot be merged at the evaluated head, for good. `by_author`: because
     of what its author did (a new head, a close, another base), not GitHub's refusal."""
@@ -77,6 +81,7 @@ class PullRequest:
     merged: bool
     base_ref: str
     labels: tuple[str, ...] = field(default=())
+    created_at: str = ""  # when it was opened, as GitHub says (ISO 8601, UTC)
 
 
 @dataclass(frozen=True)
@@ -221,11 +226,30 @@ class GitHub:
     # ---------------------------------------------------------------- pull requests
 
     def pull(self, number: int) -> PullRequest:
-        data = self.request("GET", f"/pulls/{int(number)}").json()
-        return PullRequest(number=int(data["number"]), author=str(data["user"]["login"]),
-                           head_sha=str(data["head"]["sha"]), state=str(data["state"]),
-                           merged=bool(data.get("merged")), base_ref=str(data["base"]["ref"]),
-                           labels=tuple(str(label["name"]) for label in data.get("labels", [])))
+        return _pull(self.request("GET", f"/pulls/{int(number)}").json())
+
+    def open_pulls(self) -> list[PullRequest]:
+        """Every open pull request, oldest first, every page."""
+        pulls: list[PullRequest] = []
+        for page in range(1, MAX_PAGES + 1):
+            batch = self.request("GET", "/pulls", params={
+                "state": "open", "sort": "created", "direction": "asc", "per_page": PER_PAGE,
+                "page": page}).json()
+            pulls += [_pull(data) for data in batch]
+            if len(batch) < PER_PAGE:
+                break
+        return pulls
+
+    def run_created(self, run_id: int) -> tuple[str, str]:
+        """(the event that started it, when GitHub created it) of one workflow run: for the
+        gates' run of a pull request, when GitHub first showed that head on the pull request
+        (a re-run keeps its run's creation time). The commit's own dates are its author's
+        to set; this one is GitHub's."""
+        data = self.request("GET", f"/actions/runs/{int(run_id)}").json()
+        event, created = data.get("event"), data.get("created_at")
+        if not isinstance(event, str) or not isinstance(created, str):
+            raise GitHubError(f"run {run_id} says no event or creation time; re-run the job")
+        return event, created
 
     def changed_files(self, number: int) -> list[ChangedFile]:
         """The PR's files at its current head."""
@@ -347,18 +371,47 @@ class GitHub:
             raise GitHubError(f"blob {sha} came back with other content; re-run the job")
         return content
 
+    def file_at(self, commit_sha: str, path: str, cap: int) -> bytes:
+        """One file's bytes at a commit, in one call (the contents API): refused when it is not
+        a regular file there or is larger than `cap`. GitHubHTTPError 404 when the commit or the
+        file is not there (a head garbage-collected after a force push, say)."""
+        if not is_commit_sha(commit_sha):
+            raise GitHubError(f"{commit_sha!r} is not a full commit SHA")
+        data = self.request("GET", f"/contents/{path}", params={"ref": commit_sha}).json()
+        if not isinstance(data, dict) or data.get("type") != "file":
+            raise NotAFile(f"{path} at {commit_sha[:12]} is not a regular file")
+        if int(data.get("size") or 0) > cap or data.get("encoding") != "base64":
+            raise NotAFile(f"{path} at {commit_sha[:12]} is {data.get('size')} bytes, over the "
+                           f"cap of {cap}")
+        return base64.b64decode(str(data.get("content", "")))
+
     def dispatch(self, workflow: str, ref: str, inputs: dict[str, str] | None = None) -> None:
         self.request("POST", f"/actions/workflows/{workflow}/dispatches",
                      json={"ref": ref, "inputs": inputs or {}})
 
     def run_reviews(self, run_id: int) -> list[tuple[str, str]]:
         """(state, comment) of each review of the run's deployments ("approved" or "rejected",
-        oldest first): what a reviewer of a protected environment decided."""
-        data = self.request("GET", f"/actions/runs/{int(run_id)}/approvals").json()
-        if not isinstance(data, list):
-            raise GitHubError(f"the reviews of run {run_id} are not a list; re-run the job")
-        return [(str(review.get("state")), str(review.get("comment") or ""))
-                for review in data if isinstance(review, dict)]
+        oldest first), every page of them: what a reviewer of a protected environment
+        decided."""
+        reviews: list[tuple[str, str]] = []
+        for page in range(1, MAX_PAGES + 1):
+            data = self.request("GET", f"/actions/runs/{int(run_id)}/approvals",
+                                params={"per_page": PER_PAGE, "page": page}).json()
+            if not isinstance(data, list):
+                raise GitHubError(f"the reviews of run {run_id} are not a list; re-run the job")
+            reviews += [(str(review.get("state")), str(review.get("comment") or ""))
+                        for review in data if isinstance(review, dict)]
+            if len(data) < PER_PAGE:
+                break
+        return reviews
+
+
+def _pull(data: dict) -> PullRequest:
+    return PullRequest(number=int(data["number"]), author=str(data["user"]["login"]),
+                       head_sha=str(data["head"]["sha"]), state=str(data["state"]),
+                       merged=bool(data.get("merged")), base_ref=str(data["base"]["ref"]),
+                       labels=tuple(str(label["name"]) for label in data.get("labels", [])),
+                       created_at=str(data.get("created_at") or ""))
 
 
 def _changed(entry: dict) -> ChangedFile:

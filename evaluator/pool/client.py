@@ -100,6 +100,7 @@ class Completion:
     request_id: str
     finish_reason: str = STOP
     reasoning_tokens: int | None = None  # of completion_tokens, when the provider reports it
+    replayed: bool = False  # answered from the evaluation's response cache, not the provider
 
     @property
     def refused(self) -> bool:

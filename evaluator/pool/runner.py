@@ -19,9 +19,10 @@ from evaluator.types import Item
 
 class SharedResponses:
     """A client that answers a call it has already made from memory: within one evaluation
-    the king replays the challenger's exact call (same model, role and transcript) wherever
-    both heads decide alike, so the crown test compares decisions, not the provider's
-    sampling noise. A replay bills nothing; a call that failed is not remembered."""
+    the king, playing after the challenger, replays the challenger's exact call (same model,
+    role and transcript) wherever both heads decide alike, so the crown test compares
+    decisions, not the provider's sampling noise. A replay bills nothing and says it is one
+    (`Completion.replayed`); a call that failed is not remembered."""
 
     def __init__(self, client: Any, seen: dict[str, Completion]):
         self.client, self.seen = client, seen
@@ -34,7 +35,7 @@ class SharedResponses:
         key = self.key(model_name, messages)
         if key in self.seen:
             return dataclasses.replace(self.seen[key], prompt_tokens=0, completion_tokens=0,
-                                       cost_usd=0.0)
+                                       cost_usd=0.0, replayed=True)
         completion = await self.client.chat(model_name, messages)
         self.seen[key] = completion
         return completion

@@ -365,26 +365,25 @@ def _campaign_panel(ax: Any, data: dict[str, Any]) -> None:
     ax.grid(alpha=0.3)
 
 
-def _climb_panel(ax: Any, rows: Sequence[dict[str, Any]], win_margin: float) -> None:
-    xs = [r["submissions"] for r in rows]
-    ax.plot(xs, [r["gain"] for r in rows], "o-", color=COLORS[0],
-            label="fresh partition, rounded deltas")
-    ax.plot(xs, [r["without"] for r in rows], "o--", color=COLORS[1],
-            label="fixed split, exact deltas")
-    ax.axhline(win_margin, color="#666666", linestyle=":", linewidth=1, label="win margin")
+def _climb_panel(ax: Any, climb: dict[str, Any]) -> None:
+    for rows, style, label in ((climb["rows"], "o-", "a loss publishes its composite and delta"),
+                               (climb["without"], "o--", "a loss also publishes its crown test")):
+        ax.plot([r["submissions"] for r in rows], [r["crowned"] for r in rows], style,
+                color=COLORS[0] if style == "o-" else COLORS[1], label=label)
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(lambda value, _: f"{value:,g}")  # no smaller exponents
     ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("submissions")
-    ax.set_ylabel("gain on the board (composite)")
-    ax.set_title("Probing the hidden set", loc="left")
+    ax.set_ylabel("P(crowned at least once)")
+    ax.set_title("A climber on what is published", loc="left")
     ax.grid(alpha=0.3)
 
 
-def fairness_svg(data: dict[str, Any], win_margin: float, frame: Frame = WIDE) -> str:
+def fairness_svg(data: dict[str, Any], frame: Frame = WIDE) -> str:
     """P(crowned) against the true advantage, the chance of a false crown over a campaign, and
-    a hill-climber's gain, as SVG text: two panels above one on a desktop, one above the other
-    on a phone, each legend below its panel."""
+    a climber's chance of a crown, as SVG text: two panels above one on a desktop, one above
+    the other on a phone, each legend below its panel."""
     with matplotlib.rc_context(frame.style()):
         wide = frame is WIDE
         fig = Figure(figsize=(frame.width, 8.8 if wide else 12.6), layout="constrained")
@@ -392,7 +391,7 @@ def fairness_svg(data: dict[str, Any], win_margin: float, frame: Frame = WIDE) -
                                   else [["power"], ["campaign"], ["climb"]])
         _power_panel(axes["power"], data["power"])
         _campaign_panel(axes["campaign"], data["campaign"])
-        _climb_panel(axes["climb"], data["hill_climb"], win_margin)
+        _climb_panel(axes["climb"], data["climber"])
         for ax in axes.values():
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22 if wide else -0.2),
                       frameon=False, ncols=1)

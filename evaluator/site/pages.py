@@ -296,7 +296,7 @@ def _charts(state: LeaderboardState, rules: Competition, now: datetime, line: li
         drawn = {CHART_URI: history_svg(shown, list(rules.benchmarks), until=now, frame=frame),
                  COST_CHART_URI: cost_svg(points, oracle, frame)}
         if state.fairness is not None:
-            drawn[FAIRNESS_CHART_URI] = fairness_svg(state.fairness, rules.win_margin, frame)
+            drawn[FAIRNESS_CHART_URI] = fairness_svg(state.fairness, frame)
         for reign in line:
             drawn[reign.chart_uri] = mix_svg([(b, chart_rows(reign.card, b))
                                               for b in rules.benchmarks], pool_models, frame)

@@ -355,3 +355,41 @@ def test_a_reveal_is_never_printed_where_a_log_would_keep_it(sealed, monkeypatch
     assert cli.main(["reveal", "--dir", str(out), "--split", "mmlu.live", "--out", "-"]) == 2
     captured = capsys.readouterr()
     assert "a file only" in captured.err and captured.out == ""
+
+
+def _answers_right_unless(hard: set[str]):
+    """Every model right on every item but those whose id is in `hard`, where all are wrong."""
+    def answer(todo: list[Item]) -> list[AnsweredItem]:
+        return [AnsweredItem(item, {m: ModelAnswer("x", item.id not in hard, "x", 0.001)
+                                    for m in SMALL.pool_names}) for item in todo]
+    return answer
+
+
+@pytest.mark.parametrize(("wrong_on", "sealed_ok"), [
+    # the audit as hard as the pool: every answer right on both
+    (set(), True),
+    # the audit much harder than the pool: its items all wrong, the pool's all right
+    ({f"mmlu-new-{i}" for i in range(40)}, False),
+    # or much easier
+    ({f"mmlu-{i}" for i in range(18)}, False),
+])
+def test_an_audit_unlike_its_pool_is_refused_before_anything_is_sealed(tmp_path, wrong_on,
+                                                                        sealed_ok):
+    """The crown reads the audit alone: an audit harder than the pool would read an honest
+    head's gain as a smaller one, so sealing compares the best single model's accuracy on the
+    two and refuses, naming the fix, when they are more than `audit_match_z` standard errors
+    apart."""
+    rules = dataclasses.replace(SMALL, audit_size=20, live_size=2, benchmarks=("mmlu",))
+    source = {"mmlu": Private([Item("mmlu", f"mmlu-new-{i}", f"q {i}", "1", "algebra")
+                               for i in range(22)], "x")}
+    out = tmp_path / "sealed"
+    seal = lambda: seal_benchmarks({"mmlu": items("mmlu", 40)}, _answers_right_unless(wrong_on),  # noqa: E731
+                                   out, tmp_path / "m.json", PASSWORD, SEED, rules, source, FAST)
+    if sealed_ok:
+        seal()
+        assert sealed_path(out, "mmlu", "audit").is_file()
+        return
+    with pytest.raises(BenchmarkError, match=r"standard errors apart .*same subjects and levels"):
+        seal()
+    assert not out.exists() or not list(out.iterdir())
+    assert not (tmp_path / "m.json").exists()

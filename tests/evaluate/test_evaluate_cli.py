@@ -30,6 +30,7 @@ from evaluator.errors import IsolationError, LeaderboardError
 from evaluator.evaluate import evaluate_submission
 from evaluator.gates import encode_fingerprint, fingerprint
 from evaluator.records import Attempt
+from evaluator.reports import render_result
 from evaluator.store import Store
 from evaluator.submission import Submission, sha256_file
 
@@ -119,7 +120,7 @@ def test_a_losing_run_discloses_nothing_but_its_composite(world, capsys, caplog,
         assert name not in shown
     mine = private["challenger"]["per_benchmark"]
     # the king's composite a loss was judged against is shown as composite − delta: public already
-    published = {round(v, 2) for v in (public["composite"], public["delta"], *public["ci95"],
+    published = {round(v, 2) for v in (public["composite"], public["delta"],
                                        public["composite"] - public["delta"])}
     values = {round(c[k], 4) for c in mine.values() for k in ("efficiency", "score")}
     values |= {round(private[k], 4) for k in ("composite", "king_composite", "delta")}
@@ -263,11 +264,22 @@ def test_a_copy_of_a_pending_attempt_is_caught_by_its_routing(world, make_submis
     assert "the same model as the attempt of PR #1 (alice) on 1.000" in result.reason
 
 
-def test_an_earlier_attempt_whose_folder_is_not_here_stops_the_evaluation(
+def test_an_earlier_head_that_could_not_be_fetched_is_listed_not_compared(
         world, make_submission, tmp_path):
+    """A head GitHub no longer has (a force push, a purge) stops nobody's evaluation: it is
+    not compared, and the public result names its pull request."""
     lift_alices_pending_head(world, make_submission)
-    with pytest.raises(LeaderboardError, match="gh fetch-earlier"):
-        evaluate_carol(world, earlier_dir=tmp_path / "nothing-fetched")
+    out = tmp_path / "result.json"
+    result = evaluate_submission(world["repo"], "submissions/carol/1",
+                                 lambda: make_sets(), LinearRouter(), FakePool(), RULES, pr=9,
+                                 earlier_dir=tmp_path / "nothing-fetched",
+                                 public_items=lambda: [i for b in RULES.benchmarks
+                                                       for i in train_items(b)])
+    assert result.outcome in ("king", "lost") and result.not_compared == (1,)
+    out.write_text(json.dumps(result.public(RULES.disclosure_precision)))
+    assert tinyrouter(world, "leaderboard", "validate", "--results-only", out) == 0
+    assert "PR #1 (not to be had from GitHub)" in render_result(
+        "comment", json.loads(out.read_text()), RULES)
 
 
 def test_an_independent_head_passes_the_behaviour_check(world, make_submission):
@@ -406,6 +418,7 @@ def test_without_isolation_in_force_the_evaluation_is_void_before_any_secret_is_
                                                 "benchmark_manifest")},
                       "partition_commitment": None, "outcome": "void", "composite": None,
                       "delta": None, "isolation": "runner isolation not in force",
+                      "not_compared": None,
                       "reason": "void: runner isolation not in force on the evaluation runner; "
                                 "no score is given and your attempt is refunded; a maintainer "
                                 "re-runs the evaluation"}

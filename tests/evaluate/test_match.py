@@ -1,6 +1,7 @@
 """One evaluation with fake collaborators: the measurements, the transitions, the records."""
 
 import dataclasses
+import itertools
 import re
 from datetime import UTC, datetime
 
@@ -103,8 +104,11 @@ def test_weaker_challenger_loses_and_its_public_record_hides_the_components(
     assert result.outcome == "lost"
     assert tuple(sorted(public)) == tuple(sorted(PUBLIC_FIELDS[LOST]))
     assert public["delta"] < 0
-    for value in (public["composite"], public["delta"], *public["ci95"]):
+    for value in (public["composite"], public["delta"]):
         assert value == round(value, 2)
+    # nothing read on the never-published audit: no interval, no test figure
+    assert public["ci95"] is None and set(public["crown_test"]) == {"stage", "live_items",
+                                                                    "live_sessions"}
     check_result(public, RULES)
     # the private record keeps everything, for both heads, per item, exactly
     private = result.private(PRECISION)
@@ -242,3 +246,21 @@ def test_a_new_king_gets_a_router_card_from_public_items_and_its_eval_half(sets,
     lost = evaluate(king, challenger, sets, router, pool, RULES, now=NOW,
                     manifest_hash="f" * 64, drawn=DRAWN, public=public)
     assert lost.outcome == LOST and "router_card" not in lost.public(PRECISION)
+
+
+def test_the_challenger_plays_each_live_stage_before_the_king(sets, router, pool):
+    """The king's sessions come second, so that, through the evaluation's response cache,
+    they replay the challenger's calls wherever the two decide alike: the only sessions whose
+    tie is certain."""
+    played = []
+
+    class Watching:
+        def decide(self, transcripts, theta, reuse=False):
+            if not reuse:  # live play; cached items are decided with reuse
+                played.append(theta.tobytes())
+            return router.decide(transcripts, theta, reuse)
+
+    challenger, king = contender(SMART), contender(ALWAYS_0, miner="bob")
+    run(challenger, king, sets, Watching(), pool)
+    firsts = [played[0]] + [b for a, b in itertools.pairwise(played) if a != b]
+    assert firsts[0] == challenger.theta.tobytes() and king.theta.tobytes() in firsts

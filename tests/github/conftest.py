@@ -97,6 +97,22 @@ class FakeGitHub:
     reviews: dict[int, list[dict]] = field(default_factory=dict)  # run id → deployment reviews
     actor_now: dict | None = None  # who the call being answered acts as
     attestations: list[dict] = field(default_factory=list)  # what actions/attest signed
+    # GitHub's clock, to the second as its API shows it: each PR event moves it on
+    now: float = 1_800_000_000.0
+    shown: dict[str, str] = field(default_factory=dict)  # head SHA → when a PR first showed it
+    runs: dict[int, dict] = field(default_factory=dict)  # workflow run id → the run
+
+    def tick(self) -> str:
+        """GitHub's time for the next event, as its API writes it."""
+        self.now += 5
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.now))
+
+    def gates_run(self, sha: str) -> int:
+        """The run GitHub starts for a pull request event that showed `sha`: created then."""
+        run_id = 7000 + len(self.runs)
+        self.runs[run_id] = {"id": run_id, "event": "pull_request_target", "run_attempt": 1,
+                             "created_at": self.shown[sha], "head_sha": sha}
+        return run_id
 
     # -------------------------------------------------------- actors and their tokens
 
@@ -181,10 +197,12 @@ class FakeGitHub:
     def add_pull(self, number: int, author: str, head_sha: str, paths: list[str],
                  fork: bool = True, **extra) -> None:
         """A PR (from a fork, as miners' are: its CI run waits for a maintainer's approval)."""
+        opened = self.tick()
         self.pulls[number] = {"number": number, "user": {"login": author}, "state": "open",
-                              "merged": False,
+                              "merged": False, "created_at": opened, "updated_at": opened,
                               "head": {"sha": head_sha, "ref": "branch", "repo": {"fork": fork}},
                               "base": {"ref": "main"}, "title": "submission", **extra}
+        self.shown.setdefault(head_sha, opened)
         self.new_head(number, head_sha)
         self.files[number] = [{"filename": p, "status": "added"} for p in paths]
         self.comments.setdefault(number, [])
@@ -193,6 +211,8 @@ class FakeGitHub:
     def new_head(self, number: int, sha: str) -> None:
         """The PR's head is `sha`: its CI run starts, or waits for approval on a fork."""
         self.pulls[number]["head"]["sha"] = sha
+        if sha not in self.shown:
+            self.shown[sha] = self.pulls[number]["updated_at"] = self.tick()
         fork = self.pulls[number]["head"]["repo"]["fork"]
         self.checks[sha] = dict.fromkeys(CI_CHECKS, "action_required" if fork else "success")
 
@@ -261,6 +281,8 @@ class FakeGitHub:
             (r"GET /git/trees/([0-9a-f]+)", lambda sha, **_: self._tree(sha)),
             (r"GET /git/blobs/([0-9a-f]+)", lambda sha, **_: self._blob(sha)),
             (r"GET /compare/([\w.-]+)\.\.\.([0-9a-f]+)", lambda b, h, **_: self._compare(b, h)),
+            (r"GET /contents/(.+)", lambda path, query, **_: self._contents(unquote(path), query)),
+            (r"GET /pulls", lambda query, **_: self._pulls(query)),
             (r"GET /pulls/(\d+)", lambda n, **_: self._pull(int(n))),
             (r"PATCH /pulls/(\d+)", lambda n, body, **_: self._patch_pull(int(n), body)),
             (r"GET /pulls/(\d+)/files", lambda n, query, **_: self._page(self.files[int(n)], query)),
@@ -271,7 +293,9 @@ class FakeGitHub:
             (r"PATCH /issues/comments/(\d+)", lambda i, body, **_: self._edit(int(i), body)),
             (r"POST /issues/(\d+)/labels", lambda n, body, **_: self._label(int(n), body)),
             (r"DELETE /issues/(\d+)/labels/(.+)", lambda n, name, **_: self._unlabel(int(n), name)),
-            (r"GET /actions/runs/(\d+)/approvals", lambda run, **_: self._approvals(int(run))),
+            (r"GET /actions/runs/(\d+)", lambda run, **_: self._run(int(run))),
+            (r"GET /actions/runs/(\d+)/approvals",
+             lambda run, query, **_: self._approvals(int(run), query)),
             (r"POST /actions/workflows/([^/]+)/dispatches",
              lambda wf, body, **_: (self.dispatches.append({"workflow": wf, **body}) or 204, None)),
         )
@@ -282,11 +306,28 @@ class FakeGitHub:
             "state": state, "comment": comment, "user": {"login": MAINTAINER},
             "environments": [{"name": "evaluation"}]})
 
-    def _approvals(self, run_id: int):
+    def _approvals(self, run_id: int, query: dict):
         granted = (self.actor_now or {}).get("permissions")
         if granted != "admin" and not (granted or {}).get("actions"):
             return 403, {"message": NOT_ACCESSIBLE}  # actions: read, at least
-        return 200, self.reviews.get(run_id, [])
+        return self._page(self.reviews.get(run_id, []), query)  # 30 a page unless asked
+
+    def _pulls(self, query: dict):
+        """GET /repos/{owner}/{repo}/pulls: open ones by default, oldest first when asked."""
+        state = query.get("state", "open")
+        found = [self._pull(n)[1] for n in sorted(self.pulls)
+                 if state == "all" or self.pulls[n]["state"] == state]
+        if query.get("direction", "desc") == "desc":  # GitHub: newest first unless asked
+            found.reverse()
+        return self._page(found, query)
+
+    def _run(self, run_id: int):
+        granted = (self.actor_now or {}).get("permissions")
+        if granted != "admin" and not (granted or {}).get("actions"):
+            return 403, {"message": NOT_ACCESSIBLE}  # actions: read, at least
+        if run_id not in self.runs:
+            return 404, {"message": "Not Found"}
+        return 200, self.runs[run_id]
 
     def _pull(self, n: int):
         if n not in self.pulls:
@@ -312,7 +353,8 @@ class FakeGitHub:
         return 200, pull
 
     def _page(self, items: list, query: dict):
-        per_page, page = int(query.get("per_page", 30)), int(query.get("page", 1))
+        per_page = min(int(query.get("per_page", 30)), 100)  # GitHub gives 100 at most
+        page = int(query.get("page", 1))
         return 200, items[(page - 1) * per_page: page * per_page]
 
     def _merge(self, n: int, body: dict):
@@ -450,6 +492,29 @@ class FakeGitHub:
             return 404, {"message": "Not Found"}
         content = self._git("cat-file", "blob", sha)
         return 200, {"sha": sha, "size": len(content), "encoding": "base64",
+                     "content": base64.encodebytes(content).decode()}
+
+    def _contents(self, path: str, query: dict):
+        """GET /repos/{owner}/{repo}/contents/{path}?ref=: a file's bytes in base64 (or a
+        folder's listing, or a link's target), 404 where the ref or the path is not."""
+        ref = query.get("ref", "refs/heads/main")
+        if self._kind(ref) != "commit":
+            return 404, {"message": f"No commit found for the ref {ref}"}
+        listed = self._git("ls-tree", "-z", "--long", ref, "--", path).split(b"\0")[0]
+        if not listed:
+            return 404, {"message": "Not Found"}
+        meta, _ = listed.split(b"\t", 1)
+        mode, kind, oid, _ = meta.decode().split()
+        if kind == "tree":
+            return 200, [{"name": e["path"], "path": f"{path}/{e['path']}", "sha": e["sha"],
+                          "type": "dir" if e["type"] == "tree" else "file"}
+                         for e in self._tree(oid)[1]["tree"]]
+        content = self._git("cat-file", "blob", oid)
+        if mode == "120000":
+            return 200, {"type": "symlink", "target": content.decode(), "path": path,
+                         "sha": oid, "size": len(content)}
+        return 200, {"type": "file", "encoding": "base64", "size": len(content),
+                     "name": path.rsplit("/", 1)[-1], "path": path, "sha": oid,
                      "content": base64.encodebytes(content).decode()}
 
     def _compare(self, base: str, head: str):
@@ -609,8 +674,8 @@ def _handler_for(fake: FakeGitHub):
 
 
 class FakeClock:
-    """Stands in for the `time` module in evaluator.github's client and pushes: sleeps are
-    recorded, not slept."""
+    """Stands in for the `time` module in evaluator.github's client and pushes and in a held
+    head's waits: sleeps are recorded, not slept."""
 
     def __init__(self) -> None:
         self.now, self.sleeps = time.time(), []
@@ -628,6 +693,7 @@ def clock(monkeypatch) -> FakeClock:
     fake = FakeClock()
     monkeypatch.setattr("evaluator.github.rest.time", fake)
     monkeypatch.setattr("evaluator.github.pushes.time", fake)
+    monkeypatch.setattr("evaluator.precedence.time", fake)
     return fake
 
 

@@ -12,10 +12,11 @@ from conftest import APP_ID, app_key_pem
 
 from evaluator import recording
 from evaluator.errors import GitHubError
-from evaluator.github import GitHub, installation_token
+from evaluator.github import GitHub, installation_token, publish, sync
 from evaluator.recording import EVALUATION_MARKER, Board
-from evaluator.records import HeadRef, Outcome
+from evaluator.records import Attempt, HeadRef, Outcome
 from evaluator.rules import OFFICIAL
+from evaluator.store import Store
 
 pytestmark = pytest.mark.slow  # each test replays workflow jobs or encodes
 
@@ -39,7 +40,7 @@ def lost(miner: str, pr: int, sha: str) -> dict:
     return {"format": 1, "miner": miner, "generation": 1, "pr": pr, "head_sha": sha,
             "evaluated_at": "2026-11-20T12:00:00Z", "outcome": "lost",
             "benchmark_manifest": "f" * 64, "partition_commitment": "e" * 64, "composite": 0.5,
-            "delta": -0.1, "ci95": [-0.2, -0.01]}
+            "delta": -0.1, "ci95": None}
 
 
 class Desk:
@@ -57,10 +58,17 @@ class Desk:
         self.said: list[str] = []
 
     def open(self, number: int, login: str, seed: int = 0) -> str:
+        """A pull request whose gates passed: its attempt is on main, as the gates job leaves
+        it (the record job records only a head its gates passed)."""
         folder = self.make_submission(self.tmp / f"src-{number}", login, 1, seed=seed)
         files = {f"submissions/{login}/1/{p.name}": p.read_bytes() for p in folder.iterdir()}
         sha = self.remote.open_pr(number, files)
         self.fake.add_pull(number, login, sha, sorted(files), fork=False)
+        gates = self.remote.clone(self.tmp / f"gates-{number}")
+        publish(gates, ["leaderboard"], f"leaderboard: attempt of PR #{number}",
+                lambda: Store(gates).record_attempt(Attempt(
+                    login, 1, number, sha, "2026-11-20T11:00:00Z", gates_passed=True)))
+        sync(self.board.repo)  # the record job checks out main as it is when it starts
         return sha
 
     def record(self, result: dict, base: str | None = None) -> recording.Recording:

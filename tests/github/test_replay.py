@@ -25,9 +25,10 @@ import yaml
 
 from evaluator.cli import main
 from evaluator.errors import GitHubError
-from evaluator.files import parse_time
+from evaluator.files import dumps_line, parse_time, write_atomic
 from evaluator.pool.ledger import Ledger
 from evaluator.recording import RECORD_STEPS
+from evaluator.records import Attempt
 from evaluator.rules import OFFICIAL, RECEIPT_FORMAT
 from evaluator.store import Store
 from evaluator.submission import sha256_file
@@ -109,7 +110,7 @@ class World:
         pull["head"]["sha"] = sha
         pull["title"] = title or pull["title"]
         pull["head"]["ref"] = branch or pull["head"]["ref"]
-        return self.run("gates.yml", "gates", event, bash=bash)
+        return self.run("gates.yml", "gates", event, bash=bash, run_id=self.fake.gates_run(sha))
 
     def prepare(self, number: int, sha: str = ""):
         return self.run("evaluate.yml", "prepare", dispatch_event(number, sha))
@@ -153,6 +154,20 @@ class World:
                                "evaluate": {"result": evaluated, "outputs": {}}}, run_id=RUN_ID)
 
     # -------------------------------------------------------- what the remote holds
+
+    def merge_by_hand(self, checkout: Path, message: str) -> None:
+        """A maintainer's change on a checkout of main, committed and merged through a pull
+        request (what lands on main is the same)."""
+        git_env = {**os.environ, "GIT_AUTHOR_NAME": "m", "GIT_AUTHOR_EMAIL": "m@example.com",
+                   "GIT_COMMITTER_NAME": "m", "GIT_COMMITTER_EMAIL": "m@example.com"}
+        subprocess.run(["git", "-C", str(checkout), "commit", "-qam", message], check=True,
+                       env=git_env)
+        ruleset, self.fake.ruleset = self.fake.ruleset, None  # the pull request's merge
+        try:
+            subprocess.run(["git", "-C", str(checkout), "push", "-q", "origin", "HEAD:main"],
+                           check=True, env={**git_env, "GITHUB_TOKEN": "maintainer-token"})
+        finally:
+            self.fake.ruleset = ruleset
 
     def show(self, path: str) -> str | None:
         """A file or folder listing of leaderboard/ on main, or None where there is none."""
@@ -499,16 +514,53 @@ def test_the_evaluation_copies_in_the_earlier_attempts_it_compares_routing_with(
     world.submit(7, "alice", seed=1)
     world.submit(8, "carol", seed=3)
     bob = world.submit(9, "bob", seed=2)
-    checkout, out = world.remote.clone(world.tmp / "evaluator"), world.tmp / "earlier"
+    attempts = world.board("attempts.jsonl")
+    checkout, cache = world.remote.clone(world.tmp / "evaluator"), world.tmp / "heads"
     assert main(["gh", "fetch-earlier", "--repo", str(checkout), "--pr", "8", "--head-sha",
-                 world.board("attempts.jsonl")[1]["head_sha"], "--submission",
-                 "submissions/carol/1", "--out", str(out)]) == 0
-    assert sorted(p.name for p in (out / "submissions").iterdir()) == ["alice"]  # only earlier
+                 attempts[1]["head_sha"], "--submission", "submissions/carol/1", "--out",
+                 str(cache)]) == 0
+    assert sorted(p.name for p in cache.iterdir()) == [f"{attempts[0]['weights_sha256']}"
+                                                       ".safetensors"]  # only earlier
     assert main(["gh", "fetch-earlier", "--repo", str(checkout), "--pr", "9", "--head-sha", bob,
-                 "--submission", "submissions/bob/1", "--out", str(out)]) == 0
-    assert sorted(p.name for p in (out / "submissions").iterdir()) == ["alice", "carol"]
-    assert sha256_file(out / "submissions/alice/1/weights.safetensors") == \
-        world.board("attempts.jsonl")[0]["weights_sha256"]
+                 "--submission", "submissions/bob/1", "--out", str(cache)]) == 0
+    assert sorted(p.name for p in cache.iterdir()) == sorted(
+        f"{a['weights_sha256']}.safetensors" for a in attempts[:2])
+    assert sha256_file(cache / f"{attempts[0]['weights_sha256']}.safetensors") == \
+        attempts[0]["weights_sha256"]
+
+
+def test_an_evaluation_fetches_only_heads_new_since_the_last_and_skips_a_lost_one(world, capsys):
+    """A season of 10,000 earlier attempts, their heads kept in the runner's head cache by an
+    earlier evaluation but for two new ones and one whose commit GitHub no longer has: the
+    evaluation fetches the two, in one call each, lists the lost one as not compared, and
+    goes on."""
+    world.submit(7, "alice", seed=1)
+    bob = world.submit(9, "bob", seed=2)
+    checkout, cache = world.remote.clone(world.tmp / "evaluator"), world.tmp / "heads"
+    log = checkout / "leaderboard" / "attempts.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    season = []
+    for i in range(10_000):
+        weights = f"an earlier head {i}".encode()
+        digest = hashlib.sha256(weights).hexdigest()
+        season.append(dumps_line(Attempt(
+            miner=f"m{i}", generation=1, pr=1000 + i, head_sha=f"{i:040x}",
+            at="2026-11-01T00:00:00Z", weights_sha256=digest, gates_passed=True).to_dict()))
+        if i != 4242:  # its commit is gone: never fetched, not to be had
+            write_atomic(cache / f"{digest}.safetensors", weights)
+    log.write_text("".join(line + "\n" for line in season) + "".join(lines))
+    calls = len(world.fake.calls)
+    assert main(["gh", "fetch-earlier", "--repo", str(checkout), "--pr", "9", "--head-sha", bob,
+                 "--submission", "submissions/bob/1", "--out", str(cache)]) == 0
+    made = world.fake.calls[calls:]
+    assert len(made) <= 50 and len(made) == 2, made  # alice's head, and the lost one's try
+    out = capsys.readouterr().out
+    assert "not compared: the attempt of PR #5242 (m4242): GitHub answered 404" in out
+    assert "10001 earlier head(s) to compare: 1 fetched, 9999 already kept, 1 not to be had" in out
+    calls = len(world.fake.calls)
+    assert main(["gh", "fetch-earlier", "--repo", str(checkout), "--pr", "9", "--head-sha", bob,
+                 "--submission", "submissions/bob/1", "--out", str(cache)]) == 0
+    assert len(world.fake.calls) - calls == 1  # the next evaluation: only the lost one is asked
 
 
 # ---------------------------------------------------------------- racing jobs
@@ -536,14 +588,44 @@ def test_racing_prs_of_two_miners_both_keep_their_attempts(world, monkeypatch):
     assert sorted(a["pr"] for a in world.board("attempts.jsonl")) == [7, 8]  # no line lost
 
 
-def test_a_copy_racing_its_original_is_caught(world, monkeypatch):
+@pytest.mark.parametrize("first", ["original", "copy"])
+def test_the_original_wins_whichever_gates_job_runs_first(world, monkeypatch, clock, capsys,
+                                                          first):
+    """A copy opened seconds after its original, the same weights: GitHub showed the original
+    first, so it is the original, whichever gates job starts or pushes first. A copy whose job
+    runs first is held, re-reading main, until the original's gates have run."""
     original = world.open_pr(7, "alice", world.files("alice", seed=1))
     copied = world.open_pr(8, "bob", world.files("bob", seed=1))  # the same weights
-    interleave(monkeypatch, lambda: world.gates(7, original))
-    run, runner = world.gates(8, copied)  # re-run on main's newest state: the original is there
+    assert world.fake.shown[original] < world.fake.shown[copied]
+    if first == "original":
+        run, runner = world.gates(7, original)
+        assert passed(runner) == "true", run.log
+        run, runner = world.gates(8, copied)
+    else:
+        ran = []
+        monkeypatch.setattr("evaluator.precedence.pause", lambda *a: ran or ran.append(
+            world.gates(7, original)))
+        run, runner = world.gates(8, copied)  # held until the original's gates have run
+        assert "held: the head routes like that of PR #7 (alice)" in capsys.readouterr().out
 
     assert passed(runner) == "false", run.log
-    assert "Gate 3 (duplicate) failed" in world.fake.comment_bodies(8)[0]
+    assert "Gate 3 (duplicate) failed" in world.fake.comment_bodies(8)[-1]
+    assert "(alice," in world.fake.comment_bodies(8)[-1]
+    assert world.fake.labels[7] == {"gates-passed"} and world.fake.pulls[7]["state"] == "open"
+    attempts = {a["pr"]: a for a in world.board("attempts.jsonl")}
+    assert attempts[7]["gates"]["passed"] and not attempts[8]["gates"]["passed"]
+    assert attempts[7]["shown_at"] == world.fake.shown[original]
+
+
+def test_a_head_held_past_its_budget_fails_its_job_and_records_nothing(world, clock):
+    """The original's gates never ran (their job failed): the copy's job stops, recording
+    nothing, and says to run it again once they have."""
+    world.open_pr(7, "alice", world.files("alice", seed=1))
+    copied = world.open_pr(8, "bob", world.files("bob", seed=1))
+    run, runner = world.gates(8, copied)
+    assert run.outcomes["gates"] == "failure" and passed(runner) == ""
+    assert world.board("attempts.jsonl") is None and world.fake.comment_bodies(8) == []
+    assert sum(clock.sleeps) >= 900
 
 
 # ---------------------------------------------------------------- hostile pull requests
@@ -722,7 +804,7 @@ def loss(miner: str, pr: int, sha: str, at: str = "2026-11-20T12:00:00Z") -> dic
     return {"format": 1, "miner": miner, "generation": 1, "pr": pr, "head_sha": sha,
             "evaluated_at": at, "outcome": "lost", "benchmark_manifest": "f" * 64,
             "partition_commitment": "e" * 64, "composite": 0.5, "delta": -0.1,
-            "ci95": [-0.2, -0.01]}
+            "ci95": None}
 
 
 def test_prepare_pins_a_head_whose_gates_pass_is_recorded(world):
@@ -1193,6 +1275,17 @@ def test_an_evaluation_that_ends_without_a_result_is_settled_refunded_and_told(
     assert passed(runner) == "true", run.log
 
 
+def test_the_failure_path_reads_every_page_of_the_runs_reviews(world):
+    """A rejection past the first page of reviews still declines: a run approved in many
+    environments, then rejected in the last, is not read as a failed approved run."""
+    sha = world.submit(79, "alice")
+    for _ in range(100):
+        world.fake.review(RUN_ID, "approved")
+    world.fake.review(RUN_ID, "rejected", "not this one")
+    run, _ = world.unfinished(79, sha, "failure")
+    assert world.board("queue.jsonl")[0]["event"] == "declined", run.log
+
+
 def test_the_failure_path_runs_only_when_the_gpu_job_left_no_result(world):
     sha = world.submit(81, "alice")
     main_before = world.remote.main_sha()
@@ -1233,6 +1326,69 @@ def test_the_failure_path_reads_the_reviews_with_the_apps_token_only(world):
     assert world.board("queue.jsonl")[0]["event"] == "failed", run.log
 
 
+# ---------------------------------------------------------------- one life per head
+
+def _refused(world, capsys, number: int, sha: str, record: dict, why: str) -> None:
+    before = world.state()
+    run, _ = world.record(number, sha, record)
+    assert run.outcomes["record"] == "failure", run.log
+    err = capsys.readouterr().err
+    assert "refuses this result and records nothing" in err and why in err, err
+    assert world.state() == before
+
+
+def test_a_re_run_after_a_refund_was_spent_records_nothing(world, capsys):
+    """A failed head's slot is refunded and its author's next pull request is gated on it;
+    a "Re-run failed jobs" of the first evaluation then hands the record job a decisive
+    result, which would count two submissions in one slot: it is refused."""
+    sha = world.submit(85, "alice")
+    world.fake.review(RUN_ID, "approved")
+    world.unfinished(85, sha)
+    newer = world.open_pr(86, "alice", world.files("alice", generation=2, seed=8))
+    run, runner = world.gates(86, newer)
+    assert passed(runner) == "true", run.log  # gated on the refund
+    _refused(world, capsys, 85, sha, loss("alice", 85, sha), "is marked failed")
+    assert main(["leaderboard", "lift", "--repo", str(world.remote.clone(world.tmp / "lift")),
+                 "--pr", "85", "--head-sha", sha, "--reason", "re-run"]) == 1
+    assert "its refund was spent by PR #86" in capsys.readouterr().err
+
+
+def test_a_lifted_mark_lets_the_heads_next_result_count(world, capsys):
+    sha = world.submit(87, "alice")
+    world.fake.review(RUN_ID, "approved")
+    world.unfinished(87, sha)
+    _refused(world, capsys, 87, sha, loss("alice", 87, sha), "is marked failed")
+    checkout = world.remote.clone(world.tmp / "lift")
+    assert main(["leaderboard", "lift", "--repo", str(checkout), "--pr", "87", "--head-sha",
+                 sha, "--reason", "the runner is fixed; evaluated again"]) == 0
+    assert "its slot counts again for alice" in capsys.readouterr().out
+    world.merge_by_hand(checkout, "leaderboard: lift the mark of PR #87")
+    run, _ = world.record(87, sha, loss("alice", 87, sha))
+    assert all(v == "success" for v in run.outcomes.values()), run.log
+    assert world.board("results/alice/1.json")["outcome"] == "lost"
+    assert Store(world.remote.clone(world.tmp / "board")).refunded_heads() == frozenset()
+
+
+def test_a_void_head_re_run_after_its_refund_was_spent_records_nothing(world, capsys):
+    sha = world.submit(88, "alice")
+    world.record(88, sha, void("alice", 88, sha))
+    newer = world.open_pr(89, "alice", world.files("alice", generation=2, seed=8))
+    run, runner = world.gates(89, newer)
+    assert passed(runner) == "true", run.log
+    _refused(world, capsys, 88, sha, loss("alice", 88, sha, at="2026-11-21T12:00:00Z"),
+             "was void and its refund is spent: PR #89")
+
+
+def test_a_result_naming_another_miners_generation_is_refused(world, capsys):
+    """The sealed result is bound to the PR and head; the miner and generation it names must
+    be those of that head's gated attempt, or it would burn another miner's generation."""
+    sha = world.submit(91, "alice")
+    world.submit(92, "bob", seed=2)
+    forged = {**loss("bob", 91, sha)}
+    _refused(world, capsys, 91, sha, forged, "is alice generation 1")
+    assert world.results("bob") == []
+
+
 # ---------------------------------------------------------------- the sealed hand-over
 
 def test_the_artifact_shows_no_figure_and_only_the_record_job_opens_it(world):
@@ -1263,6 +1419,9 @@ def _tampered(sealed: bytes) -> bytes:
     # the result in clear, as the GPU job uploaded it before
     (lambda world, sha: json.dumps(crown("alice", 91, sha)).encode(),
      "not a sealed document of format 1"),
+    # nested deeper than a parser's recursion goes, or larger than any result
+    (lambda world, sha: b"[" * 200_000 + b"]" * 200_000, "nested too deeply to read"),
+    (lambda world, sha: b" " * (2 << 20), "over the cap of 1048576"),
 ])
 def test_a_tampered_or_foreign_artifact_is_refused_and_nothing_recorded(world, capsys, forge,
                                                                           says):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -108,12 +109,66 @@ def test_secrets_only_in_the_steps_that_need_them(workflow, job, step):
         assert workflow == "evaluate.yml" and "tinyrouter" in step["run"] and "evaluate" in step["run"]
 
 
+GPU_RUNNER = ("${{ startsWith(vars.TINYROUTER_GPU_RUNNER, '[') && "
+              "fromJSON(vars.TINYROUTER_GPU_RUNNER) || vars.TINYROUTER_GPU_RUNNER || "
+              "fromJSON('[\"self-hosted\", \"linux\", \"gpu\"]') }}")
+
+
 @pytest.mark.parametrize(("workflow", "name", "job"), JOBS)
 def test_self_hosted_jobs_sit_behind_the_evaluation_environment(workflow, name, job):
-    if "self-hosted" in str(job["runs-on"]):
-        assert job["runs-on"] == ["self-hosted", "linux", "gpu"]
+    if "self-hosted" in str(job["runs-on"]) or "vars." in str(job["runs-on"]):
+        assert job["runs-on"] == GPU_RUNNER
         assert job.get("environment") == "evaluation"
         assert set(job["permissions"].values()) == {"read"}
+
+
+@pytest.mark.parametrize(("value", "runs_on"), [
+    # unset: the labels the maintaining guide gives a runner registered by hand
+    ("", ["self-hosted", "linux", "gpu"]),
+    # an actions-runner-controller scale set, by its name (or the one label it was given)
+    ("arc-gpu", "arc-gpu"),
+    # or the labels a scale set's runnerScaleSetLabels set
+    ('["self-hosted", "h100"]', ["self-hosted", "h100"]),
+])
+def test_the_gpu_job_runs_where_the_repository_variable_says(value, runs_on):
+    """The job's `runs-on` expression evaluated as GitHub does: `&&` and `||` give one of
+    their operands, an unset variable reads as ''."""
+    expression = load(GITHUB_DIR / "workflows" / "evaluate.yml")["jobs"]["evaluate"]["runs-on"]
+
+    def operand(text: str) -> object:
+        text = text.strip()
+        if text == "vars.TINYROUTER_GPU_RUNNER":
+            return value
+        if text.startswith("startsWith(vars.TINYROUTER_GPU_RUNNER, '"):
+            return value.startswith(text.split("'")[1])
+        if text == "fromJSON(vars.TINYROUTER_GPU_RUNNER)":
+            return json.loads(value)
+        if text.startswith("fromJSON('") and text.endswith("')"):
+            return json.loads(text[len("fromJSON('"):-2])
+        raise AssertionError(f"an operand this test does not know: {text}")
+
+    chosen: object = None
+    for alternative in EXPRESSION.fullmatch(expression).group(1).split(" || "):
+        terms = alternative.split(" && ")
+        found = operand(terms[0])
+        for term in terms[1:]:
+            found = found and operand(term)
+        if found:
+            chosen = found
+            break
+    assert chosen == runs_on
+
+
+def test_the_apps_token_is_minted_only_after_the_pull_request_is_validated():
+    """The App's token can write to main; no step before `gh pr-info` has checked the pull
+    request may hold it."""
+    for path in WORKFLOW_FILES:
+        for name, job in load(path)["jobs"].items():
+            runs = [str(step.get("run", "")) for step in job.get("steps", [])]
+            mints = [i for i, run in enumerate(runs) if "gh app-token" in run]
+            checks = [i for i, run in enumerate(runs) if "gh pr-info" in run]
+            if mints and checks:
+                assert min(mints) > max(checks), f"{path.name}:{name}"
 
 
 def _groups():

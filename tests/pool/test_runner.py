@@ -164,8 +164,10 @@ def test_within_an_evaluation_the_same_call_is_answered_once(base_url, simulator
     assert simulator.requests == calls  # every call replayed
     assert [(o.correct, o.n_turns) for o in again] == [(o.correct, o.n_turns) for o in first]
     assert sum(o.cost_usd for o in again) == 0 < sum(o.cost_usd for o in first)
-    run("math500", items, plan(GEMINI))
-    assert simulator.requests > calls
+    # each session says whether every call was a replay: what makes a tie certain
+    assert [o.replayed for o in first] == [False] * 3 and [o.replayed for o in again] == [True] * 3
+    other = run("math500", items, plan(GEMINI))
+    assert simulator.requests > calls and not any(o.replayed for o in other)
     # without sharing (live training, a miner's preview) every run calls the pool
     alone = pool_runner(base_url, OFFICIAL)
     before = simulator.requests
