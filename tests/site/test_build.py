@@ -167,6 +167,10 @@ def test_kings_have_pages_and_every_miner_is_found_by_the_search(built_sites):
         assert f'href="{quote(page)}/"' in index
     ivan = next(m for m in found if m["id"] == "ivan")
     assert ivan["page"] is None and [v["outcome"] for v in ivan["verdicts"]] == ["lost", "void"]
+    # a loser's verdict carries its interval, as the Evaluations page shows it
+    lost = ivan["verdicts"][0]
+    low, high = lost["interval"]
+    assert low <= lost["difference"] <= high and lost["places"] == 2
     evaluations = (site / "evaluations/index.html").read_text(encoding="utf-8")
     assert 'href="../miners/?miner=ivan"' in evaluations
 
