@@ -148,6 +148,10 @@ class Competition:
     # (weight_live + weight_efficiency) / live_size / len(benchmarks) ≈ 0.004, so the 3 of 60
     # allowed stay well inside win_margin
     void_failure_share: float = 0.05
+    # free disk an evaluation runner keeps where the sealed files and the encoder live: a fresh
+    # virtual environment with CUDA torch per job, the pip cache, the encoder and the sealed
+    # benchmark (`tinyrouter runner check` fails below it; the Maintaining guide says it)
+    runner_free_disk_gib: int = 40
     # hidden benchmark (SPEC §6)
     benchmarks: tuple[str, ...] = BENCHMARKS
     eval_size: int = 150
