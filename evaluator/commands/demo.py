@@ -432,29 +432,17 @@ def summary(ws: Workspace, seconds: float) -> str:
     manifest, king = store.manifest() or {"benchmarks": {}}, store.king()
     lines = ["", "=" * 78, "Results (public records, as the leaderboard shows them)", ""]
     lines.append(f"{'miner':<8} {'outcome':<9} {'composite':>9} {'king before':>11} {'delta':>8}")
-    for miner in MINERS:
-        r = ws.results[miner.login]
-        before = r.get("king_composite")
-        if before is None and r.get("delta") is not None:  # a loser's record omits it
-            before = r["composite"] - r["delta"]
-        lines.append(f"{miner.login:<8} {r['outcome']:<9} {_fmt(r.get('composite')):>9} "
-                     f"{_fmt(before):>11} {_fmt(r.get('delta')):>8}")
-    graded = {ws.results[m.login].get("isolation") for m in MINERS}
-    lines.append(f"Isolation (as the results record it): {'; '.join(map(str, sorted(graded)))}")
-    copier = ws.results.get(COPIER.login)
-    if copier is not None:
-        failed = copier["failed_gate"]
-        lines.append(f"{COPIER.login:<8} rejected at gate {failed['number']} ({failed['name']}): "
-                     "a copy of the king with its role rows permuted")
+    notes = {COPIER.login: "a copy of the king with its role rows permuted",
+             MEMORISER.login: "fitted to every public item but the train ids"}
+    for login in [m.login for m in MINERS] + [COPIER.login, MEMORISER.login]:
+        if login in ws.results:
+            lines.append(result_row(login, ws.results[login], notes.get(login, "")))
     memoriser = ws.results.get(MEMORISER.login)
-    if memoriser is not None:
-        lines.append(f"{MEMORISER.login:<8} {memoriser['outcome']:<9} "
-                     f"{_fmt(memoriser.get('composite')):>9} "
-                     f"{_fmt(memoriser.get('king_composite')):>11} "
-                     f"{_fmt(memoriser.get('delta')):>8}  (fitted to every public item but the "
-                     "train ids)")
-        if memoriser.get("reason"):
-            lines.append(f"{'':<8} {memoriser['reason']}")
+    if memoriser is not None and memoriser.get("reason"):
+        lines.append(f"{'':<8} {MEMORISER.login}: {memoriser['reason']}")
+    graded = {ws.results[m.login].get("isolation") for m in MINERS}
+    lines += ["", f"Isolation of the code graded (as the results record it): "
+                  f"{'; '.join(map(str, sorted(graded)))}"]
     if king is None:
         lines += ["", "No king: no submission passed every check."]
         return "\n".join(lines + footer(ws, seconds))
@@ -472,6 +460,21 @@ def summary(ws: Workspace, seconds: float) -> str:
     lines.append("captured: the share of the gap from the best single model to the oracle (on "
                  "the hidden pool) that the king's cached accuracy closes")
     return "\n".join(lines + footer(ws, seconds))
+
+
+def result_row(login: str, record: dict[str, Any], note: str = "") -> str:
+    """One miner's line of the results table, from its public record: the king it was judged
+    against is the record's, or (a loss publishes only its delta) its composite less the delta;
+    a head the gates stopped says which gate."""
+    before = record.get("king_composite")
+    if before is None and record.get("delta") is not None and record.get("composite") is not None:
+        before = record["composite"] - record["delta"]
+    failed = record.get("failed_gate")
+    if failed:
+        note = f"gate {failed['number']} ({failed['name']}): {note}" if note else \
+            f"gate {failed['number']} ({failed['name']})"
+    return (f"{login:<8} {record['outcome']:<9} {_fmt(record.get('composite')):>9} "
+            f"{_fmt(before):>11} {_fmt(record.get('delta')):>8}" + (f"  {note}" if note else ""))
 
 
 def footer(ws: Workspace, seconds: float) -> list[str]:

@@ -200,6 +200,26 @@ def test_summary_says_so_when_no_submission_became_king(tmp_path):
     assert "alice    rejected" in text and "Finished in 12 s" in text
 
 
+def test_the_summary_table_shows_every_loser_alike_and_the_isolation_below_it(tmp_path):
+    from evaluator.commands.demo import Workspace, summary
+
+    (tmp_path / "repo" / "leaderboard").mkdir(parents=True)
+    (tmp_path / "repo" / "leaderboard" / "manifest.json").write_text('{"benchmarks": {}}')
+    lost = {"outcome": "lost", "composite": 0.62, "delta": -0.2, "isolation": "bubblewrap"}
+    text = summary(Workspace(tmp_path, results={
+        "alice": {"outcome": "rejected", "composite": None, "reason": "gate 5 (overfit): x",
+                  "isolation": "bubblewrap"},
+        "bob": lost, "mnemo": {**lost, "composite": 0.7, "delta": -0.12},
+        "mallory": {"outcome": "rejected", "failed_gate": {"number": 3, "name": "duplicate"}}}),
+        9.0)
+    rows = text.split("delta\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [row.split()[0] for row in rows] == ["alice", "bob", "mallory", "mnemo"]
+    assert "0.6200      0.8200  -0.2000" in rows[1] and "0.7000      0.8200  -0.1200" in rows[3]
+    assert "gate 3 (duplicate): a copy of the king" in rows[2]
+    after = text.split("\n\n", 3)
+    assert any(part.startswith("Isolation of the code graded") for part in after)
+
+
 def test_summary_explains_a_king_crowned_after_the_first_miner_was_rejected(tmp_path):
     from evaluator.commands.demo import Workspace, why
 
