@@ -61,7 +61,9 @@ def add_train(p: argparse.ArgumentParser) -> None:
                    help="also hold out the rows the king's receipt says it never trained on "
                         "(with --repo), so that `score --king` compares the two heads on rows "
                         "neither has seen")
-    p.add_argument("--seed", type=int, default=0, help="the run's seed")
+    p.add_argument("--seed", type=int,
+                   help="the run's seed (default: drawn at random, printed and recorded, so two "
+                        "miners' default runs differ; --resume reads the run's own)")
     p.add_argument("--live", action="store_true",
                    help="add multi-turn fitness through the pool (ledgered, costs money)")
     p.add_argument("--live-items", type=int, default=2,
@@ -113,8 +115,9 @@ def run(args: argparse.Namespace) -> int:
 
     rules = args.rules
     start = resolve_head(args.init, args.repo, rules) if args.init else None
+    seed = run_seed(args)
     config = TrainConfig.resolve(
-        rules, tuple(b for b in args.benchmarks.split(",") if b), seed=args.seed,
+        rules, tuple(b for b in args.benchmarks.split(",") if b), seed=seed,
         encoder=local_or_id(args.encoder or rules.encoder_id), data=str(args.data.resolve()),
         live=args.live,
         live_items=args.live_items if args.live else 0,
@@ -214,6 +217,22 @@ def kept_line(chosen: dict, generations: int) -> str:
     return (f"kept the head after generation {chosen['kept_after']} of {generations}: it led "
             f"the head kept before it beyond chance on the {rows} (argmax accuracy "
             f"{chosen['accuracy']:.4f}{start})")
+
+
+def run_seed(args: argparse.Namespace) -> int:
+    """--seed, or the resumed run's own, or one drawn at random: two miners who follow the
+    guide with the default options train from different holdouts and minibatches."""
+    import secrets
+
+    from evaluator.train.run import recorded_seed
+
+    if args.seed is not None:
+        return args.seed
+    if args.resume:
+        return recorded_seed(args.experiments / args.run_name)
+    seed = secrets.randbelow(2 ** 31)
+    print(f"seed {seed} (drawn for this run; --seed {seed} trains it again)")
+    return seed
 
 
 def local_or_id(encoder: str) -> str:
