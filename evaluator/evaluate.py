@@ -57,6 +57,7 @@ from evaluator.rules import (
     PARTITION,
     POOL_SPLIT,
     REST,
+    WEIGHTS_FILE,
     Competition,
 )
 from evaluator.scoring import (
@@ -65,7 +66,7 @@ from evaluator.scoring import (
     novelty,
 )
 from evaluator.store import Store, submission_path
-from evaluator.submission import Submission
+from evaluator.submission import Submission, sha256_file
 from evaluator.types import AnsweredItem, Decision, Item
 from evaluator.verdict import MORE, Verdict, judge, measured, overfit_reason
 
@@ -411,7 +412,8 @@ def evaluate_submission(repo: Path, relpath: str, open_sets: Callable[[], Sets],
         king = load_contender(repo, submission_path(reigning.miner, reigning.generation), rules,
                               reigning.pr, reigning.head_sha)
     earlier = earlier_contenders(earlier_dir or repo, earlier_attempts(
-        store, challenger.miner, pr, head_sha, reigning), rules)
+        store, challenger.miner, pr, head_sha, reigning,
+        sha256_file(sub.folder / WEIGHTS_FILE)), rules)
     public = public_routing(challenger, king, router, public_items(), earlier)
     reason = behaviour_reason(public, rules)
     if reason is not None:
