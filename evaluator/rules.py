@@ -177,10 +177,13 @@ class Competition:
     fingerprint_energy: float = 0.999
     fingerprint_directions: int = 256
     max_basis_bytes: int = 8 * 1024 * 1024  # the committed basis file, read by every gates run
-    # share of the public train items whose turn-1 model the challenger picks as the king does.
-    # From `tinyrouter dev agreement` (see evaluator/studies/alike.py): the most alike
-    # independently trained pair plus its MARGIN, rounded to 0.01
+    # the behavioural check (evaluator/contenders.py): of an earlier head's own choices (the
+    # public train items it sends away from the model it picks most for their category), the
+    # share on which the challenger makes the same choice, when there are at least
+    # `duplicate_own_items` of them. From `tinyrouter dev agreement` (evaluator/studies/
+    # alike.py): above the most alike independently trained pair by its MARGIN, rounded to 0.01
     duplicate_agreement: float = 0.88
+    duplicate_own_items: int = 10
     max_abs_weight: float = 1e6
     receipt_min_fitness_entries: int = 3
     receipt_min_cost_usd: float = 0.0

@@ -144,8 +144,8 @@ def run(args: argparse.Namespace) -> int:
 
         ledger_dir = head.run_dir or Path(data)
         run_live = pool_runner(args.pool_url, rules, ledger=Ledger(ledger_dir / LEDGER_FILE))
-    report = score_report(head, held, fitted, load_router(encoder, rules), rules, king,
-                          run_live, args.live,
+    router = load_router(encoder, rules)
+    report = score_report(head, held, fitted, router, rules, king, run_live, args.live,
                           rows.paired if rows.which == NEITHER else None)
     report["king_declares_held_out"] = rows.declared is not None
     if king is not None:
@@ -153,10 +153,29 @@ def run(args: argparse.Namespace) -> int:
     report["data"] = data
     report["run_dir"] = None if head.run_dir is None else str(head.run_dir)
     print("\n".join(lines(report, rules)))
+    if king is not None:
+        print("\n".join(behaviour_against_king(args, head, data, router, report)))
     if head.run_dir is not None:
         write_json_out(head.run_dir / SCORE_FILE, report)
     write_json_out(args.json_out, report)
     return 0
+
+
+def behaviour_against_king(args: argparse.Namespace, head: Any, data: str, router: Any,
+                           report: dict[str, Any]) -> list[str]:
+    """The evaluation's behavioural check against the king, as preflight runs it (earlier
+    attempts wait for preflight: they are compared only with another miner's head)."""
+    from evaluator.commands.gates import behaviour_lines
+    from evaluator.contenders import Contender
+    from evaluator.preflight import preview_behaviour
+
+    preview = preview_behaviour(args.repo, Contender("", 0, head.theta), args.rules, Path(data),
+                                router=router)
+    report["behaviour"] = {"passed": preview.passed, "reason": preview.reason,
+                           "not_run": preview.not_run}
+    return [*behaviour_lines(preview, args.rules),
+            "  earlier attempts of other miners: `tinyrouter preflight` compares them once the "
+            "head is packed under your login"]
 
 
 def _ci(pair: list[float]) -> str:

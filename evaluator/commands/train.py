@@ -243,25 +243,29 @@ def local_or_id(encoder: str) -> str:
 
 
 def warn_if_close(run_dir: Path, start, featurizer, data, rules) -> None:
-    """Say so when the trained head is still a duplicate of its start under the gates' rules."""
+    """Say so when the trained head is still a duplicate of its start under the gates' rules
+    (gate 3's cosine, and the behavioural check's own choices, here on the training rows)."""
     import numpy as np
 
+    from evaluator.contenders import alike, behaviour_line
     from evaluator.coordinator import head as routing
     from evaluator.gates import fingerprint
     from evaluator.heads import resolve_head
 
     def models(head, scales):
         feats = featurizer.features(np.arange(len(data.rows)), scales)
-        return routing.choices(routing.logits(feats, head, rules), rules)[0]
+        return [rules.pool_names[i]
+                for i in routing.choices(routing.logits(feats, head, rules), rules)[0]]
 
     trained = resolve_head(str(run_dir), run_dir, rules)
     cosine = float(fingerprint(trained.head, rules.n_models) @ fingerprint(start.head,
                                                                           rules.n_models))
-    same = float(np.mean(models(trained.head, trained.scales) == models(start.head,
-                                                                        start.scales)))
+    found = alike("its start", [row.item for row in data.rows],
+                  models(trained.head, trained.scales), models(start.head, start.scales))
     print(f"  against its start: model-row cosine {cosine:.4f} (gate 3 rejects at "
-          f"{rules.duplicate_cosine}), same model on {same:.1%} of the training rows "
-          f"(the behavioural check rejects at {rules.duplicate_agreement:.0%} of the public items)")
-    if cosine >= rules.duplicate_cosine or same >= rules.duplicate_agreement:
+          f"{rules.duplicate_cosine}); on the training rows, {behaviour_line(found, rules)} "
+          f"(the behavioural check rejects at {rules.duplicate_agreement:.0%} of at least "
+          f"{rules.duplicate_own_items})")
+    if cosine >= rules.duplicate_cosine or found.copied(rules):
         print("  warning: this head is still a duplicate of the head it started from and "
               "would be rejected at gate 3; train longer, with a larger --sigma0, or from W = 0")
