@@ -9,6 +9,7 @@ import logging
 import os
 import re
 import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -498,3 +499,65 @@ def test_the_records_go_outside_the_repository_by_default(world, monkeypatch, ca
     assert (folder / "private.json").stat().st_mode & 0o777 == 0o600
     assert folder.stat().st_mode & 0o777 == 0o700
     assert f"private record (keep it private): {folder / 'private.json'}" in capsys.readouterr().out
+
+
+# Preflight: the behavioural check before a pull request ----------------------------------
+
+
+def collected(world, benches=None):
+    """The rows `tinyrouter collect` would write for the public train items."""
+    from evaluation_fakes import answered
+
+    data = world["tmp"] / "data"
+    data.mkdir(exist_ok=True)
+    for bench in RULES.benchmarks if benches is None else benches:
+        (data / f"{bench}.jsonl").write_text("".join(
+            json.dumps(answered(it).to_dict()) + "\n" for it in train_items(bench)))
+    return data
+
+
+def preflight(world, login, *extra):
+    return tinyrouter(world, "preflight", f"submissions/{login}/1", "--repo", world["repo"],
+                      "--author", login, *extra)
+
+
+def test_preflight_gives_the_evaluations_verdict_on_a_copy_and_on_a_convergent_head(
+        world, make_submission, capsys):
+    data = collected(world)
+    add_head(world["repo"], make_submission, "erin", SMART, own=0)
+    out, _, _ = evaluate(world, "erin", 1)
+    tinyrouter(world, "leaderboard", "apply", out, "--repo", world["repo"])
+    head = head_theta(SMART, own=0)[: RULES.n_head_params].reshape(RULES.head_shape)
+    head = head.astype(np.float32)
+    head[:3, 5] += np.array([90.0, -90.0, 0.0], np.float32)
+    make_submission(world["repo"], "carol", 1, head=head,
+                    scales=np.ones(RULES.svf_scale_count, np.float32), rules=RULES)
+    capsys.readouterr()
+    assert preflight(world, "carol", "--data", data) == 1
+    shown = capsys.readouterr().out
+    result = evaluate_submission(world["repo"], "submissions/carol/1", never, LinearRouter(),
+                                 FakePool(), RULES, pr=9, public_items=public_items)
+    assert "all gates passed" in shown and f"✗ {result.reason}\n" in shown
+    assert "the evaluation would reject this head before it opens the hidden sets" in shown
+    # bob routes one model per category, as a default run does: not a copy, here or there
+    assert preflight(world, "bob", "--data", data) == 0
+    shown = capsys.readouterr().out
+    assert "✓ gate 3 (duplicate, behaviour): routes like no earlier head (1 compared)" in shown
+    assert "the head picks the same model as the king on" in shown
+
+
+@pytest.mark.parametrize(("setup", "says"), [
+    ("no data", "holds 0 of the 120 public train items the evaluation compares heads on"),
+    ("one benchmark", "holds 40 of the 120 public train items"),
+    ("no model extra", "needs the model extra (torch is not installed"),
+])
+def test_preflight_says_in_one_line_what_it_cannot_run(world, capsys, monkeypatch, setup, says):
+    data = collected(world, ["math500"] if setup == "one benchmark" else [])
+    if setup == "no model extra":
+        data = collected(world)
+        monkeypatch.setitem(sys.modules, "torch", None)
+    capsys.readouterr()
+    assert preflight(world, "alice", "--data", data) == 0  # the gates decide; this never blocks
+    lines = [line for line in capsys.readouterr().out.splitlines() if "behaviour" in line]
+    assert len(lines) == 1 and lines[0].startswith(
+        "– gate 3 (duplicate, behaviour): not run here: ") and says in lines[0], lines
