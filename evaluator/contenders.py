@@ -5,14 +5,14 @@ behavioural duplicate check (gate 3's second half) decides the challenger's turn
 every public train item and compares it with the king's and with every earlier attempt's
 still open or decided, the earlier head winning.
 
-What it compares is what a copier takes and an independent miner cannot reach by the same
-road: an earlier head's own choices, the items it sends away from the model it picks most
-for their category. Which model a head picks per category is public (the site's router card
-shows it) and is where every default training run converges (the category lookup), so
-agreeing there is no evidence. A head that makes the same choice as the earlier one on a
-share `duplicate_agreement` of its own choices, at least `duplicate_own_items` of them, is a
-copy however its weights were moved; a head with fewer own choices has nothing of its own to
-copy.
+What marks a copy is what a copier takes and an independent miner does not reach by the same
+road: an earlier head's own choices, the items it sends away from the model it picks most for
+their category. Which model a head picks per category is public (the site's router card shows
+it) and is where every default training run converges (the category lookup), so agreeing
+there is no evidence. A head that picks the same model as an earlier one on a share
+`duplicate_agreement` of the items and makes `duplicate_own_share` of its own choices (at
+least `duplicate_own_items` of them) is a copy however its weights were moved; an earlier
+head with fewer own choices has nothing of its own to copy.
 """
 
 from __future__ import annotations
@@ -82,8 +82,9 @@ class Alike:
         return self.same / self.items if self.items else 0.0
 
     def copied(self, rules: Competition) -> bool:
-        return (self.own >= rules.duplicate_own_items
-                and self.followed >= rules.duplicate_agreement * self.own)
+        return (self.agreement >= rules.duplicate_agreement
+                and self.own >= rules.duplicate_own_items
+                and self.followed >= rules.duplicate_own_share * self.own)
 
 
 def alike(what: str, items: Sequence[Item], mine: Sequence[str], theirs: Sequence[str]) -> Alike:
@@ -178,8 +179,10 @@ def behaviour_reason(public: PublicRouting, rules: Competition) -> str | None:
         log.info("behaviour: %d of %d public items routed like %s; %d of its %d own choices",
                  found.same, found.items, found.what, found.followed, found.own)
         if found.copied(rules):
-            return (f"{BEHAVIOUR_GATE}: {behaviour_line(found, rules)}, at or above the limit of "
-                    f"{rules.duplicate_agreement:.0%} of its own choices; {BEHAVIOUR_ADVICE}")
+            return (f"{BEHAVIOUR_GATE}: {behaviour_line(found, rules)}; a head picking the same "
+                    f"model on {rules.duplicate_agreement:.0%} of the items or more and making "
+                    f"{rules.duplicate_own_share:.0%} of another's own choices or more is a "
+                    f"copy; {BEHAVIOUR_ADVICE}")
     return None
 
 

@@ -179,10 +179,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"  started from {start.label} (weights {start.weights_sha256[:12]}…)")
     print(f"  {kept_line(summary['selection'], summary['optimizer']['generations'])}")
     if summary["selection"]["rows"] and summary["selection"]["kept_after"] == 0 and start is None:
-        print(f"  the start imitates the category lookup, which any miner's run on the public "
-              f"train split comes close to: gate 3 judges a head within cosine "
-              f"{args.rules.duplicate_cosine} of an earlier attempt a copy, so preflight it "
-              f"before you spend a slot, and improve on it to compete")
+        print("  the start imitates the category lookup, which any miner's default run on the "
+              "public train split converges on: the duplicate checks let such heads through "
+              "(their routing per category is no one's own), but one that only matches the "
+              "lookup will not take the crown from one that does; improve on it to compete, "
+              "and preflight it before you spend a slot")
     for name, t in summary["train"].items():
         held = len(heldout[name]) if heldout else 0
         print(f"  {name:<14} train argmax accuracy {t['argmax_acc']:.4f} "
@@ -264,8 +265,9 @@ def warn_if_close(run_dir: Path, start, featurizer, data, rules) -> None:
                   models(trained.head, trained.scales), models(start.head, start.scales))
     print(f"  against its start: model-row cosine {cosine:.4f} (gate 3 rejects at "
           f"{rules.duplicate_cosine}); on the training rows, {behaviour_line(found, rules)} "
-          f"(the behavioural check rejects at {rules.duplicate_agreement:.0%} of at least "
-          f"{rules.duplicate_own_items})")
+          f"(the behavioural check rejects at {rules.duplicate_agreement:.0%} of the items "
+          f"and {rules.duplicate_own_share:.0%} of at least {rules.duplicate_own_items} own "
+          "choices)")
     if cosine >= rules.duplicate_cosine or found.copied(rules):
         print("  warning: this head is still a duplicate of the head it started from and "
               "would be rejected at gate 3; train longer, with a larger --sigma0, or from W = 0")

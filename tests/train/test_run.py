@@ -352,8 +352,8 @@ def test_train_command_runs_and_resumes(tmp_path, monkeypatch, capsys):
     assert ("kept the start, fitted again on every training row: no generation led it beyond "
             f"chance on the {summary['selection']['rows']} rows set aside" if kept == 0
             else f"kept the head after generation {kept} of 3") in out
-    # a kept start is what anyone's default run comes close to: the run says what gate 3 makes of it
-    assert kept != 0 or "the start imitates the category lookup, which any miner's run" in out
+    # a kept start is what anyone's default run converges on: the run says so
+    assert kept != 0 or "the category lookup, which any miner's default run" in out
     assert main([*argv, "--run-name", "r3", "--generations", "2", "--select", "0"]) == 0
     assert "kept the head after the last generation (2): no rows set aside" in \
         capsys.readouterr().out
