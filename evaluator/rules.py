@@ -352,6 +352,13 @@ class Competition:
                     livecodebench_contest_dates=list(LIVECODEBENCH_CONTEST_DATES))
         return data
 
+    def differences(self, base: Competition | None = None) -> list[tuple[str, Any, Any]]:
+        """(name, this value, `base`'s) of every rule and derived figure in which these rules
+        differ from `base` (default OFFICIAL): what a site built under them must say."""
+        mine, theirs = self.as_dict(), (base or OFFICIAL).as_dict()
+        return [(name, value, theirs.get(name)) for name, value in mine.items()
+                if value != theirs.get(name)]
+
     @classmethod
     def from_overrides(cls, overrides: dict[str, Any], base: Competition | None = None) -> Competition:
         """A competition that differs from `base` (default OFFICIAL) in the named fields."""

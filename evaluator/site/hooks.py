@@ -27,7 +27,7 @@ from evaluator.errors import TinyRouterError
 from evaluator.files import utc_now
 from evaluator.resources import TEMPLATES, bundled
 from evaluator.rules import OFFICIAL, Competition
-from evaluator.site.markup import FILTERS
+from evaluator.site.markup import FILTERS, rules_differences
 from evaluator.site.pages import _SAFE_URL, SiteContent, generate
 from evaluator.site.state import load_state
 from evaluator.store import LEADERBOARD_DIR
@@ -103,6 +103,7 @@ def on_config(config: Any) -> Any:
     config.site_url = _site_url(config.site_url)
     demo = bool(options.get("demo")) or os.environ.get("TINYROUTER_DEMO") == "1"
     options["demo"] = demo
+    options["differs"] = rules_differences(rules) if demo else ""  # the banner says what
     try:
         content = generate(load_state(leaderboard), rules, config.repo_url,
                            now=options.get("now") or _now(), rewards=config.extra.get("rewards"),

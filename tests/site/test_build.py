@@ -516,6 +516,23 @@ def test_the_board_can_be_followed_by_feed_and_badge(built_sites):
     assert 'type="application/atom+xml"' in (site / "history/index.html").read_text()
 
 
+def test_a_demo_sites_banner_names_every_rule_that_differs_from_the_official_ones(
+        tmp_path, make_state):
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"eval_size": 90, "audit_size": 60, "train_fraction": 0.8,
+                                 "encoder_id": str(tmp_path / "encoder")}))
+    out = tmp_path / "out"
+    assert main(["--competition", str(rules), "site", "build", "--leaderboard",
+                 str(make_state("busy")), "--out", str(out), "--demo"]) == 0
+    for page in (out / "index.html", out / "rules/index.html", out / "maintaining/index.html"):
+        banner = text_of(page).split("A demo board.", 1)[1].split("\n\n", 1)[0]
+        for says in ("eval_size 90 (official 150)", "audit_size 60 (official 300)",
+                     "pool_size 180 (official 300)", "train_fraction 0.8 (official 0.5)",
+                     f"encoder_id a tiny Qwen3 built locally (official {OFFICIAL.encoder_id})"):
+            assert says in banner, (page, banner)
+        assert str(tmp_path) not in banner  # no machine path
+
+
 def test_a_demo_site_on_a_project_pages_address(tmp_path, make_state):
     out = tmp_path / "out"
     assert main(["site", "build", "--leaderboard", str(make_state("busy")), "--out", str(out),
