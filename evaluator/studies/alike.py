@@ -22,6 +22,7 @@ head with no own choices routes like any default run, so nothing is taken from a
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import tempfile
@@ -34,6 +35,7 @@ import numpy as np
 
 from evaluator.basis import FeatureBasis, directions_of
 from evaluator.collect import pool_client_factory
+from evaluator.commands.demo import DEMO_SIZES
 from evaluator.contenders import alike
 from evaluator.coordinator.encoder import competition_for_encoder, load_encoder
 from evaluator.coordinator.router import Router
@@ -137,11 +139,12 @@ def run_agreement(n_heads: int, generations: int, base: Competition,
                   limit: int | None = None,
                   progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Train `n_heads` default runs (seeds 1…n) and one head per other start on the demo's
-    train items, and measure them."""
+    train items (split at the demo's sizes), and measure them."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tinyrouter-agreement-") as tmp:
         work = Path(tmp)
-        rules = competition_for_encoder(make_tiny(work / "encoder", seed=0), base)
+        rules = dataclasses.replace(competition_for_encoder(make_tiny(work / "encoder", seed=0),
+                                                            base), **DEMO_SIZES)
         progress("answering the demo's train items")
         with serve_simulator(bundled_simulator(rules, seed=0)) as url:
             train_rows, _ = demo_rows(rules, pool_client_factory(url, None, rules), limit,

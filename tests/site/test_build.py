@@ -547,3 +547,59 @@ def test_a_demo_site_on_a_project_pages_address(tmp_path, make_state):
     feed = ElementTree.parse(out / "feed.xml").getroot()
     links = [link.get("href") for link in feed.iter("{http://www.w3.org/2005/Atom}link")]
     assert all(link.startswith("https://someone.github.io/tinyrouter/") for link in links)
+
+
+def measured(device):
+    """Figures as `tinyrouter dev costs` writes them for one device."""
+    return {"device": device, "dtype": "torch.float32", "threads": 2, "cores": 2, "load": 1.0,
+            "tokens": 256, "questions": 8, "candidates": 4, "repeats": 3, "forward_s": 0.5,
+            "prefix_s": 0.4, "tail_s": 0.05, "measured_at": "2026-12-07T12:00:00Z"}
+
+
+def test_the_guides_derive_their_costs_from_the_measured_figures(tmp_path, monkeypatch,
+                                                                  make_state):
+    import re
+
+    from evaluator.rules import OFFICIAL
+
+    shipped = tmp_path / "data"  # where the guides read the figures the studies wrote
+    shipped.mkdir()
+    (shipped / "costs.json").write_text(json.dumps({"format": 1,
+                                                    "devices": {"cpu": measured("cpu")}}))
+    monkeypatch.setattr("evaluator.resources.data_file", lambda name: shipped / name)
+    out = tmp_path / "site"
+    assert main(["site", "build", "--leaderboard", str(make_state("busy")), "--out",
+                 str(out)]) == 0
+
+    def text(page):
+        return " ".join(re.sub(r"<[^>]+>", " ", (out / page / "index.html").read_text()).split())
+
+    tails = OFFICIAL.train_generations * OFFICIAL.train_popsize * OFFICIAL.train_minibatch
+    assert (f"{tails:,} × 0.050 s ≈ {round(tails * 0.05 / 3600, 1)} hours"
+            in text("submitting"))
+    items = len(OFFICIAL.benchmarks) * (OFFICIAL.pool_size + OFFICIAL.audit_size)
+    live = 2 * len(OFFICIAL.benchmarks) * OFFICIAL.live_size * OFFICIAL.max_turns
+    minutes = round((items * 0.4 + 2 * items * 0.05 + live * 0.5) / 60, 1)
+    assert f"≈ {minutes} minutes of encoder time on the cpu" in text("maintaining")
+    assert "dev costs --device cuda" in text("maintaining")  # the GPU, not measured here
+
+
+def test_the_reference_guide_shows_the_demos_stage_times_from_a_run(tmp_path, monkeypatch,
+                                                                   make_state):
+    import re
+
+    times = {"format": 1, "repeats": 3, "cores": 2, "measured_at": "2026-12-07T12:00:00Z",
+             "load": [[0.1, 0.9]] * 3, "total": {"wall_s": 88.5, "cpu_s": 101.2},
+             "stages": [{"title": "seal the hidden benchmark", "wall_s": 20.5, "cpu_s": 30.1}]}
+    shipped = tmp_path / "data"
+    shipped.mkdir()
+    (shipped / "demo-times.json").write_text(json.dumps(times))
+    monkeypatch.setattr("evaluator.resources.data_file", lambda name: shipped / name)
+    out = tmp_path / "site"
+    assert main(["site", "build", "--leaderboard", str(make_state("busy")), "--out",
+                 str(out)]) == 0
+    page = " ".join(re.sub(r"<[^>]+>", " ", (out / "reference/index.html").read_text()).split())
+    assert "the median of 3 run(s) on 2 cores, 2026-12-07" in page
+    assert "0.1 / 0.9, 0.1 / 0.9, 0.1 / 0.9" in page
+    assert "seal the hidden benchmark 20.5 30.1" in page
+    assert "the whole demo 88.5 101.2" in page
