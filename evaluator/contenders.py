@@ -26,8 +26,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from evaluator.errors import BenchmarkError, LeaderboardError
-from evaluator.gates import own_attempt
 from evaluator.loop import coordinator_transcript
+from evaluator.recheck import own_attempt
 from evaluator.records import REJECTED, Attempt, King
 from evaluator.rules import ROLES, WEIGHTS_FILE, Competition
 from evaluator.store import Store, submission_path

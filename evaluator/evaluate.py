@@ -39,8 +39,8 @@ from evaluator.contenders import (
 )
 from evaluator.errors import BenchmarkError, LeaderboardError, OutOfCreditError, PoolError
 from evaluator.files import format_time, utc_now
-from evaluator.gates import recheck
 from evaluator.loop import FAILED, LiveOutcome, LiveRunner, coordinator_transcript
+from evaluator.recheck import recheck
 from evaluator.records import (
     KING,
     LOST,

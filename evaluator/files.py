@@ -9,7 +9,8 @@ import re
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,28 @@ _CLOCKS: list[Callable[[], datetime]] = []
 def utc_now() -> datetime:
     """Now in UTC: the wall clock, or inside a `clock` block the clock it set."""
     return _CLOCKS[-1]() if _CLOCKS else datetime.now(UTC)
+
+
+@dataclass
+class SteppedClock:
+    """A clock for `clock` that a run moves on event by event: it starts `span` before `end`
+    and each `step()` moves it on by `step`, never past `end` (the demo's: what it records is
+    dated in the order it played it, and before it ran)."""
+
+    end: datetime
+    span: timedelta
+    by: timedelta
+    now: datetime = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.now = self.end - self.span
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def step(self) -> datetime:
+        self.now = min(self.now + self.by, self.end)
+        return self.now
 
 
 @contextmanager

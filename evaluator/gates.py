@@ -21,7 +21,7 @@ from evaluator import attempts_index, fingerprints
 from evaluator.attempts_index import AttemptsIndex
 from evaluator.basis import BASIS_FILE, BasisError, FeatureBasis, read_basis
 from evaluator.changes import Change, raw_bytes
-from evaluator.errors import SubmissionError, UsageError
+from evaluator.errors import SubmissionError
 from evaluator.files import format_time, utc_now
 from evaluator.records import Attempt, Seen
 from evaluator.rules import (
@@ -33,7 +33,7 @@ from evaluator.rules import (
     is_generation,
     is_name,
 )
-from evaluator.store import ATTEMPTS_FILE, LEADERBOARD_DIR, SUBMISSIONS_DIR, Store
+from evaluator.store import SUBMISSIONS_DIR, Store
 from evaluator.submission import Submission, read_weights, sha256_file
 from evaluator.submission.receipt import format_problem
 
@@ -432,7 +432,7 @@ def context_for(repo: str | Path, author: str, rules: Competition, now: datetime
                 changes: list[Change] | None = None, pr: int | None = None,
                 head_sha: str | None = None) -> GateContext:
     store = Store(Path(repo), lenient=True)  # lines were checked as they were written
-    basis = _basis(store, rules)
+    basis = basis_fields(store, rules)
     index, attempts = attempts_index.for_gates(store.root, rules, basis.get("basis"), author, pr)
     return GateContext(author=author, now=now or utc_now(), rules=rules, changes=changes, pr=pr,
                        head_sha=head_sha,
@@ -440,7 +440,7 @@ def context_for(repo: str | Path, author: str, rules: Competition, now: datetime
                        refunded=store.refunded_heads(author), index=index, **basis)
 
 
-def _basis(store: Store, rules: Competition) -> dict[str, Any]:
+def basis_fields(store: Store, rules: Competition) -> dict[str, Any]:
     """GateContext's basis fields for the board in `store`."""
     try:
         return {"basis": read_basis(store.root / BASIS_FILE, store.manifest(), rules)}
@@ -474,49 +474,3 @@ def attempt_of(sub: Submission, report: GateReport, ctx: GateContext,
                    at=format_time(ctx.now), weights_sha256=weights_sha, fingerprint=view,
                    gates_passed=report.passed, failed_gate=None if failed is None else failed.number,
                    seen=seen)
-
-
-def own_attempt(attempts: list[Attempt], login: str, weights_sha256: str, pr: int | None,
-                head_sha: str | None) -> int | None:
-    """Where the head's own line is in the attempts log, or None: the line of its PR and head
-    commit when the commit is known, else the last line of its PR (or of no PR) recording
-    this miner's exact weights."""
-    if head_sha is not None:
-        return next((i for i, a in enumerate(attempts) if (a.pr, a.head_sha) == (pr, head_sha)),
-                    None)
-    found = [i for i, a in enumerate(attempts) if a.pr == pr and a.weights_sha256 == weights_sha256
-             and a.miner.lower() == login.lower()]
-    return found[-1] if found else None
-
-
-def recheck(repo: Path, relpath: str, pr: int | None, rules: Competition,
-            head_sha: str | None = None, author: str | None = None,
-            changes: list[Change] | None = None) -> str | None:
-    """Every gate again (none needs a secret), in the evaluator's checkout of the base branch:
-    "gate N (name): reason" for the first failure, or None.
-
-    A head whose attempt is recorded (`own_attempt`) is judged as when it was recorded: the
-    rate limit at the attempt's time, duplicates against the attempts before it (the earlier
-    one wins). Without a head commit, a head the log cannot tell apart from the miner's other
-    attempts is refused (UsageError) rather than charged for its own slot.
-    """
-    store, sub = Store(Path(repo)), Submission(Path(repo), relpath, rules)
-    attempts, now = store.attempts(), utc_now()
-    weights = sub.folder / WEIGHTS_FILE
-    mine = own_attempt(attempts, sub.login, sha256_file(weights) if weights.is_file() else "",
-                       pr, head_sha)
-    own = None if mine is None else attempts[mine]
-    if own is not None:
-        attempts, now = attempts[:mine + 1], own.time
-    elif head_sha is None and any(a.miner.lower() == sub.login.lower() for a in attempts):
-        which = f"PR #{pr}" if pr is not None else "no pull request"
-        raise UsageError(f"{LEADERBOARD_DIR}/{ATTEMPTS_FILE} records attempts of {sub.login} but "
-                         f"none of {which} with the weights in {relpath}: pass the --pr (and "
-                         "--head-sha) its attempt was recorded with, or record this head's "
-                         "attempt first (`tinyrouter gates ... --record-attempt`)")
-    ctx = GateContext(author=author or sub.login, now=now, rules=rules, changes=changes, pr=pr,
-                      head_sha=head_sha, attempts=attempts,
-                      refunded=store.refunded_heads(author or sub.login), own=own,
-                      **_basis(store, rules))
-    failed = run_gates(sub, ctx).failed
-    return None if failed is None else f"gate {failed.number} ({failed.name}): {failed.reason}"

@@ -26,7 +26,7 @@ from evaluator.baselines import gap_closed
 from evaluator.cli import main
 from evaluator.commands.serve import demo_hint
 from evaluator.errors import TinyRouterError
-from evaluator.files import clock, write_json
+from evaluator.files import SteppedClock, clock, write_json
 from evaluator.pool.simulator import bundled_simulator, serve_simulator
 from evaluator.reports import crown_test
 from evaluator.rules import OFFICIAL, Competition
@@ -41,9 +41,8 @@ DEMO_SEED = "demo-seed-not-a-secret-0001"
 # the sealed files' scrypt cost (log2 N): the demo's password is public, so the official
 # cost would buy nothing; 2^12 derives each key the demo derives 32 times faster
 DEMO_KDF_LOG2N = 12
-# the demo's clock: its season opens this long before the demo ran and every event it plays
-# (a stage, a pull request's gates, an evaluation) moves the clock on by a step, never past
-# the time the demo ran, when the site is built
+# the demo's one clock (files.SteppedClock): its season opens this long before the demo ran,
+# and each event it plays (a stage, a PR's gates, an evaluation) moves the clock on a step
 SEASON, STEP = timedelta(hours=12), timedelta(minutes=30)
 
 
@@ -54,9 +53,8 @@ class Miner:
     pr: int
 
 
-# two miners following the guide with the default options (their own seeds): both runs converge
-# on the category lookup, and both are evaluated (the behavioural check compares a head's own
-# choices, not the per-category routing every default run reaches)
+# two miners following the guide (their own seeds): both runs converge on the category lookup,
+# and both are evaluated (the behavioural check compares a head's own choices)
 MINERS = (Miner("alice", seed=1, pr=1), Miner("bob", seed=7, pr=2))
 COPIER = Miner("mallory", seed=0, pr=3)  # submits the king's head with its role rows permuted
 # asks the pool about every corpus item outside the published train ids (the hidden pool is
@@ -67,9 +65,7 @@ MEMORISER = Miner("mnemo", seed=12, pr=4)
 # fit (train/start.py), which already routes by topic; on the demo's data fifteen generations
 # left alice's fitness where the start put it, so a few show the search at work
 GENERATIONS, FAST_GENERATIONS = 6, 3
-# the memoriser's run, in both modes: its start is already fitted to every row's own answers
-# (--start rows), and the search keeps its last generation
-MEMORISER_GENERATIONS = 6
+MEMORISER_GENERATIONS = 6  # both modes: its start already fits each row's answers (rows)
 # the miners' CMA-ES population: about 60% of the default for the demo's 1,536 numbers, which
 # trains a head as good on held-out rows in 60% of the time (a miner keeps the default)
 POPSIZE = 16
@@ -79,30 +75,9 @@ AUDIT_SIZE = 60
 # holds 330 to 360 public items a benchmark; a pool of twice EVAL_SIZE leaves 150 to 180, of
 # which the honest miners train on TRAIN_FRACTION, enough to learn the topics
 EVAL_SIZE, TRAIN_FRACTION = 90, 0.8
-# what the demo's rules change besides the encoder (the studies of the demo read them too)
-DEMO_SIZES = {"eval_size": EVAL_SIZE, "train_fraction": TRAIN_FRACTION, "audit_size": AUDIT_SIZE}
+DEMO_SIZES = {"eval_size": EVAL_SIZE, "train_fraction": TRAIN_FRACTION,  # the studies read them
+              "audit_size": AUDIT_SIZE}
 FAIRNESS_SCALE = 0.02  # of `tinyrouter fairness`'s trial counts: seconds, not minutes
-
-
-@dataclass
-class DemoClock:
-    """The demo's one clock, read by every `utc_now` while the demo runs (files.clock): the
-    records, the ledgers and the site are dated in the order the demo played them, ending
-    at `end`, the time it ran."""
-
-    end: datetime
-    now: datetime = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.now = self.end - SEASON
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def step(self) -> datetime:
-        """The next event's time."""
-        self.now = min(self.now + STEP, self.end)
-        return self.now
 
 
 @dataclass
@@ -115,8 +90,8 @@ class Workspace:
     rules: Competition = OFFICIAL
     timings: dict[str, float] = field(default_factory=dict)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
-    clock: DemoClock = field(default_factory=lambda: DemoClock(
-        datetime.now(UTC).replace(second=0, microsecond=0)))
+    clock: SteppedClock = field(default_factory=lambda: SteppedClock(
+        datetime.now(UTC).replace(second=0, microsecond=0), SEASON, STEP))
 
     @property
     def encoder(self) -> Path:
@@ -249,17 +224,21 @@ def gates(ws: Workspace) -> None:
         run_gates(ws, miner)
 
 
+def evaluate_one(ws: Workspace, miner: Miner) -> None:
+    """The evaluation of a miner's pull request, its result applied to the board."""
+    public, private = (folder / f"{miner.login}-1.json" for folder in (ws.public, ws.private))
+    ws.clock.step()
+    tinyrouter(ws, "evaluate", "--repo", ws.repo, "--submission", ws.folder(miner),
+               "--benchmark-dir", ws.hidden, "--encoder", ws.encoder,
+               "--pool-url", ws.pool_url, "--pr", miner.pr, "--head-sha", head_sha(ws, miner),
+               "--out", public, "--private-out", private)
+    tinyrouter(ws, "leaderboard", "apply", public, "--private", private, "--repo", ws.repo)
+    ws.results[miner.login] = json.loads(public.read_text(encoding="utf-8"))
+
+
 def evaluate(ws: Workspace) -> None:
     for miner in MINERS:
-        public = ws.public / f"{miner.login}-1.json"
-        private = ws.private / f"{miner.login}-1.json"
-        ws.clock.step()
-        tinyrouter(ws, "evaluate", "--repo", ws.repo, "--submission", ws.folder(miner),
-                   "--benchmark-dir", ws.hidden, "--encoder", ws.encoder,
-                   "--pool-url", ws.pool_url, "--pr", miner.pr, "--head-sha", head_sha(ws, miner),
-                   "--out", public, "--private-out", private)
-        tinyrouter(ws, "leaderboard", "apply", public, "--private", private, "--repo", ws.repo)
-        ws.results[miner.login] = json.loads(public.read_text(encoding="utf-8"))
+        evaluate_one(ws, miner)
     tinyrouter(ws, "leaderboard", "validate", "--repo", ws.repo)
 
 
@@ -300,22 +279,12 @@ def memorise(ws: Workspace) -> None:
     tinyrouter(ws, "train", "--benchmarks", ",".join(ws.rules.benchmarks),
                "--run-name", MEMORISER.login, "--data", data, "--encoder", ws.encoder,
                "--experiments", runs, "--generations", MEMORISER_GENERATIONS,
-               "--popsize", POPSIZE,
-               "--seed", MEMORISER.seed, "--holdout", 0, "--select", 0,
-               "--shrink", 0, "--start", "rows",
-               "--progress-every", MEMORISER_GENERATIONS // 3)
+               "--popsize", POPSIZE, "--seed", MEMORISER.seed, "--holdout", 0, "--select", 0,
+               "--shrink", 0, "--start", "rows", "--progress-every", MEMORISER_GENERATIONS // 3)
     tinyrouter(ws, "pack", "--run-dir", runs / MEMORISER.login, "--miner-name", MEMORISER.login,
                "--repo", ws.repo)
     run_gates(ws, MEMORISER)
-    public = ws.public / f"{MEMORISER.login}-1.json"
-    private = ws.private / f"{MEMORISER.login}-1.json"
-    ws.clock.step()
-    tinyrouter(ws, "evaluate", "--repo", ws.repo, "--submission", ws.folder(MEMORISER),
-               "--benchmark-dir", ws.hidden, "--encoder", ws.encoder, "--pool-url", ws.pool_url,
-               "--pr", MEMORISER.pr, "--head-sha", head_sha(ws, MEMORISER), "--out", public,
-               "--private-out", private)
-    tinyrouter(ws, "leaderboard", "apply", public, "--private", private, "--repo", ws.repo)
-    ws.results[MEMORISER.login] = json.loads(public.read_text(encoding="utf-8"))
+    evaluate_one(ws, MEMORISER)
 
 
 def fairness(ws: Workspace) -> None:
@@ -493,16 +462,13 @@ def summary(ws: Workspace, seconds: float) -> str:
 
 
 def result_row(login: str, record: dict[str, Any], note: str = "") -> str:
-    """One miner's line of the results table, from its public record: the king it was judged
-    against is the record's, or (a loss publishes only its delta) its composite less the delta;
-    a head the gates stopped says which gate."""
+    """One miner's line of the results table, from its public record (a loss's king: composite
+    less delta)."""
     before = record.get("king_composite")
     if before is None and record.get("delta") is not None and record.get("composite") is not None:
         before = record["composite"] - record["delta"]
-    failed = record.get("failed_gate")
-    if failed:
-        note = f"gate {failed['number']} ({failed['name']}): {note}" if note else \
-            f"gate {failed['number']} ({failed['name']})"
+    if record.get("failed_gate"):
+        note = f"gate {record['failed_gate']['number']} ({record['failed_gate']['name']}): {note}"
     return (f"{login:<8} {record['outcome']:<9} {_fmt(record.get('composite')):>9} "
             f"{_fmt(before):>11} {_fmt(record.get('delta')):>8}" + (f"  {note}" if note else ""))
 
