@@ -38,7 +38,8 @@ RUN_ELSEWHERE = {
     "verify-benchmark": "tests/benchmarks/test_sealing.py::test_verify_command, "
                         "::test_a_revealed_split_is_checked_by_anyone",
     "reveal": "tests/benchmarks/test_sealing.py::test_a_revealed_split_is_checked_by_anyone",
-    "evaluate": "tests/evaluate/test_evaluate_cli.py (a sealed fake benchmark)",
+    "evaluate": "tests/evaluate/test_evaluate_cli.py (a sealed fake benchmark) and "
+                "tests/commands/test_demo_command.py (the rehearsal, as printed)",
     "gates": "tests/commands/test_gates_command.py (--record-attempt included)",
     "fairness": "tests/test_fairness.py",
     "demo": "tests/commands/test_demo_command.py",
