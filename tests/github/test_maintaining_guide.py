@@ -53,7 +53,7 @@ def rendered() -> str:
     text = GUIDE.read_text(encoding="utf-8")
     env = environment(autoescape=False)
     env.filters.update(FILTERS)  # as the site's hook renders the guides
-    return env.from_string(text).render(rules=OFFICIAL.as_dict())
+    return env.from_string(text).render(rules=OFFICIAL.as_dict(), costs=None)
 
 
 def commands() -> list[list[str]]:
