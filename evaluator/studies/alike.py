@@ -55,7 +55,7 @@ EVADING_COSINES = (0.9999, 0.999, 0.99, 0.98, 0.95, 0.9, 0.8)  # copies moved on
 OWN_MARGIN = 0.10  # of the own-choice threshold over the most alike independent pair
 COSINE_MARGIN = 0.1  # gate 3's line: the most alike pair's distance from 1, times this
 # the other starts a miner may train from: (name, train options)
-OTHER_STARTS = (("from W = 0", {"start": "zero"}),
+OTHER_STARTS = (("from W = 0", {"start": "zero", "select": 0.0}),  # a zero head is no router
                 ("fitted to each row (a memoriser's start)",
                  {"start": "rows", "shrink": 0.0, "select": 0.0}))
 
