@@ -3,9 +3,16 @@
 A contender is a head read from its submission folder. Before anything hidden is opened, the
 behavioural duplicate check (gate 3's second half) decides the challenger's turn-1 model on
 every public train item and compares it with the king's and with every earlier attempt's
-still open or decided: a head that picks the same model as one of them on a share of the
-items at or above `duplicate_agreement` is a copy, however its weights were moved, and the
-earlier head wins.
+still open or decided, the earlier head winning.
+
+What marks a copy is what a copier takes and an independent miner does not reach by the same
+road: an earlier head's own choices, the items it sends away from the model it picks most for
+their category. Which model a head picks per category is public (the site's router card shows
+it) and is where every default training run converges (the category lookup), so agreeing
+there is no evidence. A head that picks the same model as an earlier one on a share
+`duplicate_agreement` of the items and makes `duplicate_own_share` of its own choices (at
+least `duplicate_own_items` of them) is a copy however its weights were moved; an earlier
+head with fewer own choices has nothing of its own to copy.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import numpy as np
 
 from evaluator.errors import BenchmarkError
 from evaluator.loop import coordinator_transcript
+from evaluator.recheck import own_attempt
 from evaluator.records import REJECTED, Attempt, King
 from evaluator.rules import ROLES, WEIGHTS_FILE, Competition
 from evaluator.store import Store, submission_path
@@ -57,15 +65,55 @@ def load_contender(repo: Path, relpath: str, rules: Competition, pr: int | None 
 
 
 @dataclass(frozen=True)
+class Alike:
+    """How the challenger routes the public items beside one earlier head: on how many of
+    them it picks the same model, and of the earlier head's own choices (the items it sends
+    away from the model it picks most for their category) how many it makes too, with the
+    categories they fall in (`benchmark/category`, most first)."""
+
+    what: str
+    items: int
+    same: int
+    own: int
+    followed: int
+    categories: tuple[str, ...] = ()
+
+    @property
+    def agreement(self) -> float:
+        return self.same / self.items if self.items else 0.0
+
+    def copied(self, rules: Competition) -> bool:
+        return (self.agreement >= rules.duplicate_agreement
+                and self.own >= rules.duplicate_own_items
+                and self.followed >= rules.duplicate_own_share * self.own)
+
+
+def alike(what: str, items: Sequence[Item], mine: Sequence[str], theirs: Sequence[str]) -> Alike:
+    """`Alike` of the challenger's models `mine` and an earlier head's `theirs` on `items`."""
+    groups: dict[str, list[int]] = {}
+    for i, item in enumerate(items):
+        groups.setdefault(f"{item.benchmark}/{item.category or '-'}", []).append(i)
+    own: dict[str, list[int]] = {}
+    for group, rows in groups.items():
+        picks = [theirs[i] for i in rows]
+        usual = max(dict.fromkeys(picks), key=picks.count)  # the first most picked
+        own[group] = [i for i in rows if theirs[i] != usual]
+    chosen = [i for rows in own.values() for i in rows]
+    where = sorted((g for g in own if own[g]), key=lambda g: (-len(own[g]), g))
+    return Alike(what, len(items), sum(a == b for a, b in zip(mine, theirs, strict=True)),
+                 len(chosen), sum(mine[i] == theirs[i] for i in chosen), tuple(where))
+
+
+@dataclass(frozen=True)
 class PublicRouting:
     """The challenger's turn-1 decisions on the public train items, the share of them on
-    which it picks the king's model (None without a king), and that share for each earlier
-    attempt compared."""
+    which it picks the king's model (None without a king), and how alike it routes with the
+    king and each earlier attempt compared (the king first)."""
 
     items: tuple[Item, ...] = ()
     decisions: tuple[Decision, ...] = ()
     agreement: float | None = None
-    earlier: tuple[tuple[str, float], ...] = ()  # (which earlier attempt, agreement with it)
+    compared: tuple[Alike, ...] = ()
 
     def mix(self, rules: Competition) -> dict[str, Any]:
         """Per benchmark and item category: how many items, and each model's and role's share."""
@@ -89,36 +137,53 @@ class PublicRouting:
 def public_routing(challenger: Contender, king: Contender | None, router: Decider,
                    public_items: Sequence[Item],
                    earlier: Sequence[tuple[str, Contender]] = ()) -> PublicRouting:
-    """The challenger's turn-1 decisions on the public items (no hidden data), the share of
-    them on which it picks the king's model, and the same share against each earlier head."""
+    """The challenger's turn-1 decisions on the public items (no hidden data), and how alike
+    it routes with the king and each earlier head there."""
     if (king is not None or earlier) and not public_items:
         raise BenchmarkError("no public train items to compare the heads on; check the "
                              "manifest's train ids and the dataset source")
     items = tuple(public_items)
     transcripts = [coordinator_transcript(item.prompt, []) for item in items]
     mine = tuple(router.decide(transcripts, challenger.theta, reuse=True)) if items else ()
+    models = [d.model for d in mine]
+    others = ([("the king", king)] if king is not None else []) + list(earlier)
+    compared = tuple(alike(what, items, models,
+                           [d.model for d in router.decide(transcripts, head.theta, reuse=True)])
+                     for what, head in others)
+    return PublicRouting(items, mine, compared[0].agreement if king is not None else None,
+                         compared)
 
-    def share(other: Contender) -> float:
-        theirs = router.decide(transcripts, other.theta, reuse=True)
-        return sum(a.model == b.model for a, b in zip(mine, theirs, strict=True)) / len(items)
 
-    return PublicRouting(items, mine, None if king is None else share(king),
-                         tuple((what, share(head)) for what, head in earlier))
+BEHAVIOUR_ADVICE = ("agreeing on each category's usual model is no evidence (every default run "
+                    "converges there), so what to change is those choices: train on with "
+                    "another --seed or more --generations, or from your own earlier head, and "
+                    "check it with `tinyrouter preflight` before you spend a slot")
+
+
+def behaviour_line(found: Alike, rules: Competition) -> str:
+    """How alike the challenger routes with one earlier head, in one sentence."""
+    where = ", ".join(found.categories[:3]) + (" …" if len(found.categories) > 3 else "")
+    own = (f"of the {found.own} public items {found.what} sends away from the model it picks "
+           f"most for their category (its own choices{f', in {where}' if where else ''}), "
+           f"the head makes the same choice on {found.followed}"
+           f" ({found.followed / found.own:.0%})" if found.own else
+           f"{found.what} makes no choice of its own (it picks one model per category)")
+    return (f"the head picks the same model as {found.what} on {found.agreement:.1%} of the "
+            f"{found.items} public train items; {own}")
 
 
 def behaviour_reason(public: PublicRouting, rules: Competition) -> str | None:
-    """The behavioural duplicate check: a head that routes like the king, or like an earlier
-    attempt still open or decided, on the public train items is a copy, however its weights
-    were moved; the earlier head wins."""
-    compared = ([("the king", public.agreement)] if public.agreement is not None else []) + \
-        list(public.earlier)
-    for what, agreement in compared:
-        log.info("behaviour: %.3f of %d public items routed like %s", agreement,
-                 len(public.items), what)
-        if agreement >= rules.duplicate_agreement:
-            return (f"{BEHAVIOUR_GATE}: on the {len(public.items)} public train items the head "
-                    f"picks the same model as {what} on {agreement:.3f} of them (the limit is "
-                    f"{rules.duplicate_agreement}); submit a head you trained yourself")
+    """The behavioural duplicate check: a head that makes an earlier head's own choices (the
+    king's, or an attempt's still open or decided) is a copy, however its weights were moved;
+    the earlier head wins."""
+    for found in public.compared:
+        log.info("behaviour: %d of %d public items routed like %s; %d of its %d own choices",
+                 found.same, found.items, found.what, found.followed, found.own)
+        if found.copied(rules):
+            return (f"{BEHAVIOUR_GATE}: {behaviour_line(found, rules)}; a head picking the same "
+                    f"model on {rules.duplicate_agreement:.0%} of the items or more and making "
+                    f"{rules.duplicate_own_share:.0%} of another's own choices or more is a "
+                    f"copy; {BEHAVIOUR_ADVICE}")
     return None
 
 
@@ -130,14 +195,14 @@ def judged_copies(store: Store) -> set[tuple[int | None, str | None]]:
 
 
 def earlier_attempts(store: Store, miner: str, pr: int | None, head_sha: str | None,
-                     king: King | None) -> list[Attempt]:
+                     king: King | None, weights_sha256: str = "") -> list[Attempt]:
     """The heads the behavioural check compares a challenger with besides the king: other
     miners' attempts shown on a pull request before this one (`Attempt.precedence`, whatever
-    order their gates ran in) that passed every gate (open, evaluating or decided), one per
-    weights file, copies judged at evaluation left out."""
+    order their gates ran in; its own line found by `recheck.own_attempt`) that passed every
+    gate (open, evaluating or decided), one per weights file, copies judged at evaluation left
+    out."""
     attempts = store.attempts()
-    mine = next((a for a in attempts
-                 if head_sha is not None and (a.pr, a.head_sha) == (pr, head_sha)), None)
+    mine = own_attempt(attempts, miner, weights_sha256, pr, head_sha)
     copies = judged_copies(store)
     found, seen = [], set()
     for attempt in attempts:

@@ -39,8 +39,8 @@ from evaluator.contenders import (
 )
 from evaluator.errors import BenchmarkError, LeaderboardError, OutOfCreditError, PoolError
 from evaluator.files import format_time, utc_now
-from evaluator.gates import recheck
 from evaluator.loop import FAILED, LiveOutcome, LiveRunner, coordinator_transcript
+from evaluator.recheck import recheck
 from evaluator.records import (
     KING,
     LOST,
@@ -58,6 +58,7 @@ from evaluator.rules import (
     PARTITION,
     POOL_SPLIT,
     REST,
+    WEIGHTS_FILE,
     Competition,
 )
 from evaluator.scoring import (
@@ -66,7 +67,7 @@ from evaluator.scoring import (
     novelty,
 )
 from evaluator.store import Store, submission_path
-from evaluator.submission import Submission
+from evaluator.submission import Submission, sha256_file
 from evaluator.types import AnsweredItem, Decision, Item
 from evaluator.verdict import MORE, Verdict, judge, measured, overfit_reason
 
@@ -305,9 +306,6 @@ def evaluate(challenger: Contender, king: Contender | None, sets: Sets, router: 
     if king is not None:
         theirs = HeadRun()
         measure_cached(theirs, router, king.theta, halves, rules, who=KING_LABEL, best=best)
-    novelties = {b: novelty(mine.decisions[b]["eval"],
-                            None if theirs is None else theirs.decisions[b]["eval"], rules)
-                 for b in rules.benchmarks}
     # the challenger plays first: the king's sessions replay its calls where they decide alike
     runs = [(mine, challenger)] + ([(theirs, king)] if theirs is not None else [])
     for number, stage in enumerate(live_stages(sets, stamp.partition.seed, rules), start=1):
@@ -458,7 +456,8 @@ def evaluate_submission(repo: Path, relpath: str, open_sets: Callable[[], Sets],
         king = load_contender(repo, submission_path(reigning.miner, reigning.generation), rules,
                               reigning.pr, reigning.head_sha)
     earlier, missing = earlier_contenders(earlier_attempts(
-        store, challenger.miner, pr, head_sha, reigning), rules, earlier_dir, repo)
+        store, challenger.miner, pr, head_sha, reigning, sha256_file(sub.folder / WEIGHTS_FILE)),
+        rules, earlier_dir, repo)
     not_compared = tuple(sorted({a.pr for _, a in missing if a.pr is not None})) or None
     public = public_routing(challenger, king, router, public_items(), earlier)
     reason = behaviour_reason(public, rules)

@@ -7,7 +7,10 @@ import math
 import os
 import re
 import tempfile
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -96,8 +99,46 @@ def format_time(value: datetime, micro: bool = False) -> str:
         value.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_CLOCKS: list[Callable[[], datetime]] = []
+
+
 def utc_now() -> datetime:
-    return datetime.now(UTC)
+    """Now in UTC: the wall clock, or inside a `clock` block the clock it set."""
+    return _CLOCKS[-1]() if _CLOCKS else datetime.now(UTC)
+
+
+@dataclass
+class SteppedClock:
+    """A clock for `clock` that a run moves on event by event: it starts `span` before `end`
+    and each `step()` moves it on by `step`, never past `end` (the demo's: what it records is
+    dated in the order it played it, and before it ran)."""
+
+    end: datetime
+    span: timedelta
+    by: timedelta
+    now: datetime = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.now = self.end - self.span
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def step(self) -> datetime:
+        self.now = min(self.now + self.by, self.end)
+        return self.now
+
+
+@contextmanager
+def clock(read: Callable[[], datetime]) -> Iterator[None]:
+    """Every `utc_now` in this process reads `read` inside the block: one clock for a run that
+    plays hours of a competition in a minute (the demo), so what it records is dated in the
+    order it happened."""
+    _CLOCKS.append(read)
+    try:
+        yield
+    finally:
+        _CLOCKS.pop()
 
 
 # ---------------------------------------------------------------- untrusted JSON

@@ -64,6 +64,7 @@ class GateContext:
     def precedence(self) -> tuple[datetime, int]:
         """This head's place among the attempts (see `Attempt.precedence`)."""
         return (parse_time(self.shown_at) if self.shown_at else self.now), self.pr or 0
+    own: Attempt | None = None  # an evaluation's re-check: the head's own line, never charged
 
 
 GateCheck = Callable[[Submission, GateContext], "str | None"]
@@ -224,7 +225,7 @@ def check_scope(sub: Submission, ctx: GateContext) -> str | None:
 def check_rate_limit(sub: Submission, ctx: GateContext) -> str | None:
     login = sub.login.lower()
     times = [a.time for a in ctx.attempts
-             if a.miner.lower() == login
+             if a.miner.lower() == login and a != ctx.own
              and (ctx.head_sha is None or a.head_sha != ctx.head_sha)
              and a.head_sha not in ctx.refunded]
     opens = slot_opens(times, ctx.now, ctx.rules)
@@ -429,7 +430,7 @@ def context_for(repo: str | Path, author: str, rules: Competition, now: datetime
                 changes: list[Change] | None = None, pr: int | None = None,
                 head_sha: str | None = None, shown_at: str | None = None) -> GateContext:
     store = Store(Path(repo), lenient=True)  # lines were checked as they were written
-    basis = _basis(store, rules)
+    basis = basis_fields(store, rules)
     index, attempts = attempts_index.for_gates(store.root, rules, basis.get("basis"), author, pr)
     return GateContext(author=author, now=now or utc_now(), rules=rules, changes=changes, pr=pr,
                        head_sha=head_sha,
@@ -438,7 +439,7 @@ def context_for(repo: str | Path, author: str, rules: Competition, now: datetime
                        **basis)
 
 
-def _basis(store: Store, rules: Competition) -> dict[str, Any]:
+def basis_fields(store: Store, rules: Competition) -> dict[str, Any]:
     """GateContext's basis fields for the board in `store`."""
     try:
         return {"basis": read_basis(store.root / BASIS_FILE, store.manifest(), rules)}
@@ -472,28 +473,3 @@ def attempt_of(sub: Submission, report: GateReport, ctx: GateContext,
                    at=format_time(ctx.now), weights_sha256=weights_sha, fingerprint=view,
                    gates_passed=report.passed, failed_gate=None if failed is None else failed.number,
                    seen=seen, shown_at=ctx.shown_at)
-
-
-def recheck(repo: Path, relpath: str, pr: int | None, rules: Competition,
-            head_sha: str | None = None, author: str | None = None,
-            changes: list[Change] | None = None) -> str | None:
-    """Every gate again (none needs a secret), in the evaluator's checkout of the base branch:
-    "gate N (name): reason" for the first failure, or None.
-
-    A head whose attempt is recorded is judged as when it was recorded: the rate limit at the
-    attempt's time, duplicates against every attempt shown on a pull request before it,
-    whenever its gates ran (the earlier one wins).
-    """
-    store, sub = Store(Path(repo)), Submission(Path(repo), relpath, rules)
-    attempts, now, shown_at = store.attempts(), utc_now(), None
-    mine = next((a for a in attempts if head_sha is not None
-                 and (a.pr, a.head_sha) == (pr, head_sha)), None)
-    if mine is not None:
-        now, shown_at = mine.time, mine.shown_at or mine.at
-        attempts = [a for a in attempts if a.time <= now or a.precedence < mine.precedence]
-    ctx = GateContext(author=author or sub.login, now=now, rules=rules, changes=changes, pr=pr,
-                      head_sha=head_sha, attempts=attempts, shown_at=shown_at,
-                      refunded=store.refunded_heads(author or sub.login),
-                      **_basis(store, rules))
-    failed = run_gates(sub, ctx).failed
-    return None if failed is None else f"gate {failed.number} ({failed.name}): {failed.reason}"

@@ -192,7 +192,6 @@ def compare(mine: dict[str, Played], theirs: dict[str, Played], king: Head,
             "king_bias": bias, "would_crown_unbiased": unbiased,
             "unseen_rows": {b: len(mine[b].correct) for b in benches} if unseen else None,
             "agreement": agreement,
-            "behaviour_duplicate": agreement >= rules.duplicate_agreement,
             "live_included": all(mine[b].live for b in benches)}
 
 

@@ -17,7 +17,6 @@ from evaluator import isolation
 from evaluator.errors import TinyRouterError
 from evaluator.rules import ENCODER_REVISIONS, Competition
 
-MIN_FREE_DISK_GB = 10  # the encoder, the sealed files, the datasets' cache and a torch build
 MIN_AVAILABLE_MEMORY_GB = 8  # the encoder on the host while it moves to the GPU, and grading
 CUDA_TORCH = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"
 
@@ -75,25 +74,41 @@ def check_cuda(setup: Setup) -> list[Finding]:
 
 
 def check_encoder(setup: Setup) -> list[Finding]:
+    """The encoder loaded as an evaluation loads it, not only found: a folder or a cached
+    snapshot is no use without the model extra to read it."""
     encoder = setup.rules.encoder_id
-    if Path(encoder).is_dir():
-        return [Finding("encoder", True, f"local folder {encoder}")]
-    revision = ENCODER_REVISIONS.get(encoder)
-    if revision is None:
-        return [Finding("encoder", False, f"{encoder} has no pinned revision",
-                        "use the official encoder or a local folder")]
-    fetch = (f"python -c \"from huggingface_hub import snapshot_download; "
-             f"snapshot_download('{encoder}', revision='{revision}')\"")
-    try:
-        from huggingface_hub import snapshot_download
+    install = "pip install 'tinyrouter[model]' (and CUDA torch, as under cuda)"
+    for module in ("torch", "transformers"):
+        try:
+            __import__(module)
+        except ImportError:
+            return [Finding("encoder", False, f"{encoder} cannot load: {module} is not "
+                                              "installed", install)]
+    where = encoder
+    if not Path(encoder).is_dir():
+        revision = ENCODER_REVISIONS.get(encoder)
+        if revision is None:
+            return [Finding("encoder", False, f"{encoder} has no pinned revision",
+                            "use the official encoder or a local folder")]
+        fetch = (f"python -c \"from huggingface_hub import snapshot_download; "
+                 f"snapshot_download('{encoder}', revision='{revision}')\"")
+        try:
+            from huggingface_hub import snapshot_download
 
-        path = snapshot_download(encoder, revision=revision, local_files_only=True)
-    except Exception as exc:  # the hub client raises several kinds for "not in the cache"
-        return [Finding("encoder", False, f"{encoder}@{revision[:12]} is not in the local "
-                                          f"cache ({type(exc).__name__})", fetch)]
-    weights = list(Path(path).glob("*.safetensors"))
-    return [Finding("encoder", bool(weights), f"{encoder}@{revision[:12]} cached offline "
-                                              f"({len(weights)} safetensors file(s))", fetch)]
+            snapshot_download(encoder, revision=revision, local_files_only=True)
+        except Exception as exc:  # the hub client raises several kinds for "not in the cache"
+            return [Finding("encoder", False, f"{encoder}@{revision[:12]} is not in the local "
+                                              f"cache ({type(exc).__name__})", fetch)]
+        where = f"{encoder}@{revision[:12]}"
+    from evaluator.coordinator.encoder import load_encoder
+
+    try:
+        loaded = load_encoder(encoder, setup.rules)
+    except TinyRouterError as exc:
+        return [Finding("encoder", False, str(exc), "download it again, or fix the folder")]
+    config = loaded.config
+    return [Finding("encoder", True, f"{where} loads ({config.num_hidden_layers} layers, hidden "
+                                     f"size {config.hidden_size})")]
 
 
 def check_resources(setup: Setup) -> list[Finding]:
@@ -102,8 +117,9 @@ def check_resources(setup: Setup) -> list[Finding]:
     for place in dict.fromkeys(places):
         existing = next((p for p in (place, *place.parents) if p.exists()), Path("/"))
         free = shutil.disk_usage(existing).free / 2**30
-        findings.append(Finding(f"disk at {place}", free >= MIN_FREE_DISK_GB,
-                                f"{free:.0f} GiB free (needs {MIN_FREE_DISK_GB})",
+        needs = setup.rules.runner_free_disk_gib
+        findings.append(Finding(f"disk at {place}", free >= needs,
+                                f"{free:.0f} GiB free (needs {needs})",
                                 "free space there or point HF_HOME elsewhere"))
     available = _available_memory_gib()
     findings.append(Finding("memory", None if available is None else

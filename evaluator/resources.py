@@ -20,6 +20,17 @@ def package_dir() -> Path:
     return Path(str(resources.files("evaluator")))
 
 
+# the demo's stage times, written by `tinyrouter dev demo` and rendered by the Reference guide
+DEMO_TIMES = "demo-times.json"
+# the encoder's time per unit of work, written by `tinyrouter dev costs` for the guides' costs
+COSTS = "costs.json"
+
+
+def data_file(name: str) -> Path:
+    """A file the package ships in evaluator/data/."""
+    return package_dir() / "data" / name
+
+
 def bundled(name: str) -> Path:
     """The shipped folder `name` (TEMPLATES or GUIDES)."""
     for folder in (package_dir() / BUNDLE / name, package_dir().parent / name):

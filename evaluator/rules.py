@@ -148,6 +148,10 @@ class Competition:
     # (weight_live + weight_efficiency) / live_size / len(benchmarks) ≈ 0.004, so the 3 of 60
     # allowed stay well inside win_margin
     void_failure_share: float = 0.05
+    # free disk an evaluation runner keeps where the sealed files and the encoder live: a fresh
+    # virtual environment with CUDA torch per job, the pip cache, the encoder and the sealed
+    # benchmark (`tinyrouter runner check` fails below it; the Maintaining guide says it)
+    runner_free_disk_gib: int = 40
     # hidden benchmark (SPEC §6)
     benchmarks: tuple[str, ...] = BENCHMARKS
     eval_size: int = 150
@@ -168,16 +172,24 @@ class Competition:
     # gates (SPEC §7)
     rate_limit_count: int = 1
     rate_limit_hours: int = 24
-    duplicate_cosine: float = 0.99  # of the model rows, against every earlier attempt
+    # of the model rows, against every earlier attempt. Default runs converge on the category
+    # lookup, and so on nearly the same rows: on the demo, runs with their own seeds reached
+    # 0.9954 on the basis, every disguised copy 0.99999 (`tinyrouter dev agreement`)
+    duplicate_cosine: float = 0.9999
     # gate 3 weighs the model rows by the public train items' features (evaluator/basis.py):
     # their leading directions holding this share of the features' energy, at most this many
     fingerprint_energy: float = 0.999
     fingerprint_directions: int = 256
     max_basis_bytes: int = 8 * 1024 * 1024  # the committed basis file, read by every gates run
-    # share of the public train items whose turn-1 model the challenger picks as the king does.
-    # From `tinyrouter dev agreement` (see evaluator/studies/alike.py): the most alike
-    # independently trained pair plus its MARGIN, rounded to 0.01
+    # the behavioural check (evaluator/contenders.py): a head is a copy of an earlier one when
+    # it picks the same model on `duplicate_agreement` of the public train items or more, and
+    # of the earlier head's own choices (the items it sends away from the model it picks most
+    # for their category; at least `duplicate_own_items` of them) makes the same choice on
+    # `duplicate_own_share` or more. The share: from `tinyrouter dev agreement` (evaluator/
+    # studies/alike.py), the most alike independently trained pair plus its OWN_MARGIN
     duplicate_agreement: float = 0.88
+    duplicate_own_share: float = 0.61
+    duplicate_own_items: int = 10
     max_abs_weight: float = 1e6
     receipt_min_fitness_entries: int = 3
     receipt_min_cost_usd: float = 0.0
@@ -339,6 +351,13 @@ class Competition:
                     livecodebench_release=LIVECODEBENCH_RELEASE,
                     livecodebench_contest_dates=list(LIVECODEBENCH_CONTEST_DATES))
         return data
+
+    def differences(self, base: Competition | None = None) -> list[tuple[str, Any, Any]]:
+        """(name, this value, `base`'s) of every rule and derived figure in which these rules
+        differ from `base` (default OFFICIAL): what a site built under them must say."""
+        mine, theirs = self.as_dict(), (base or OFFICIAL).as_dict()
+        return [(name, value, theirs.get(name)) for name, value in mine.items()
+                if value != theirs.get(name)]
 
     @classmethod
     def from_overrides(cls, overrides: dict[str, Any], base: Competition | None = None) -> Competition:

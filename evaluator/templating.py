@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from evaluator.resources import TEMPLATES, bundled
 
@@ -22,8 +22,10 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
 
 
 def md(text: object) -> Markup:
-    """Escape text for Markdown and HTML, so a hostile name shows as itself."""
-    escaped = str(escape(str(text)))
+    """Escape text for Markdown and HTML, so a hostile name shows as itself. Only `&`, `<`
+    and `>` become entities: with no tag possible a quote is harmless, and an entity's `#`
+    escaped for Markdown would show the entity itself (`items&#39;`)."""
+    escaped = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", escaped)
     return Markup(escaped.replace("\r", " ").replace("\n", " "))
 

@@ -333,8 +333,11 @@ def test_a_copy_is_found_among_a_season_of_attempts(repo, make_submission):
     assert report.failed.number == 3 and "the attempt of PR #380 (m280" in report.failed.reason
 
 
-@pytest.mark.parametrize(("cosine", "caught"), [(0.995, True), (OFFICIAL.duplicate_cosine + 5e-4, True),
-                                                (0.985, False), (0.9, False)])
+LINE = OFFICIAL.duplicate_cosine
+
+
+@pytest.mark.parametrize(("cosine", "caught"), [(1 - (1 - LINE) / 2, True), (2 * LINE - 1, False),
+                                                (0.995, False), (0.9, False)])
 def test_gate_3_draws_its_line_at_the_cosine_rule(repo, make_submission, cosine, caught):
     original = make_submission(repo, "bob", 1, seed=5)
     head, scales = read_weights(original / "weights.safetensors", OFFICIAL)

@@ -432,3 +432,31 @@ def test_runner_check_fails_each_missing_piece_with_its_fix(capsys, monkeypatch,
     assert "skip  sealed files: not decrypted: the sandbox must hold first" in out
     assert os.environ["BENCHMARK_PASSWORD"] == "never-read-here-0123"
     assert out.endswith("1 check(s) failed\n")
+
+
+def test_runner_check_loads_the_encoder_and_asks_the_disk_the_guide_names(
+        capsys, tiny_path, tiny_rules, tmp_path):
+    import dataclasses
+
+    from evaluator.readiness import Setup, check_encoder, check_resources
+
+    found = check_encoder(Setup(tiny_rules))
+    assert [(f.ok, f.detail) for f in found] == [(True, f"{tiny_path} loads (4 layers, hidden "
+                                                        "size 128)")]
+    broken = tmp_path / "encoder"
+    broken.mkdir()
+    (broken / "config.json").write_text("{}")
+    found = check_encoder(Setup(dataclasses.replace(tiny_rules, encoder_id=str(broken))))
+    assert found[0].ok is False and "cannot load the encoder" in found[0].detail
+    disk = check_resources(Setup(tiny_rules, benchmark_dir=tmp_path))[0]
+    assert disk.detail.endswith(f"(needs {tiny_rules.runner_free_disk_gib})")
+
+
+@pytest.mark.parametrize("missing", ["torch", "transformers"])
+def test_runner_check_fails_the_encoder_without_the_model_extra(monkeypatch, tiny_rules, missing):
+    from evaluator.readiness import Setup, check_encoder
+
+    monkeypatch.setitem(sys.modules, missing, None)  # as in a venv without it
+    found = check_encoder(Setup(tiny_rules))
+    assert [f.ok for f in found] == [False]
+    assert f"{missing} is not installed" in found[0].detail and "[model]" in found[0].fix

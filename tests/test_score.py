@@ -64,7 +64,7 @@ def world(tmp_path_factory, make_submission_module, tiny_path, tiny_rules):
     base = ["--competition", str(tmp / "rules.json")]
     train = [*base, "train", "--benchmarks", ",".join(BENCHES), "--data", str(data),
              "--encoder", str(encoder), "--experiments", str(tmp / "exp"), "--generations", "3",
-             "--popsize", "6", "--minibatch", "12", "--no-progress"]
+             "--popsize", "6", "--minibatch", "12", "--no-progress", "--seed", "0"]
     assert main([*train, "--run-name", "held", "--holdout", "0.25"]) == 0
     assert main([*train, "--run-name", "all", "--holdout", "0"]) == 0
     # a second board whose king's receipt names the rows it never trained on
@@ -173,7 +173,7 @@ def test_against_the_king_the_crown_rule_is_applied_to_the_paired_rows(world, ca
     assert king["verdict"].startswith("crowned" if king["would_crown"] else "lost")
     assert 0 <= king["agreement"] <= 1
     out = capsys.readouterr().out
-    assert "against the king (bob generation 1)" in out and "take the crown" in out
+    assert "yours − the king (bob generation 1)" in out and "take the crown" in out
     # the king most likely trained on these rows: the lean is measured and said
     per = report["per_benchmark"]
     gap = np.mean([per[b]["fit"]["cached_acc"] - per[b]["cached_acc"] for b in BENCHES])
@@ -210,6 +210,7 @@ def test_against_a_king_that_names_its_held_out_rows_the_comparison_is_on_unseen
     assert report["per_benchmark"]["math500"]["rows"] == len(held["math500"])  # its own: all
     out = capsys.readouterr().out
     assert "compared on rows neither head trained on (math500 20, mmlu 20)" in out
+    assert "so the delta leans neither way" in out
     assert "leans toward the king" not in out
     # a run that did not hold them all out is compared where the two held-out sets meet
     code, report = score(world, world["tmp"] / "exp" / "held", "--king", "--repo", declared)
@@ -346,28 +347,42 @@ def test_pack_puts_the_score_in_the_readme_while_it_matches_the_weights(world):
     assert "Scored on held-out rows" not in (again / "README.md").read_text()
 
 
-def test_diff_shows_where_two_heads_route_differently(world, capsys):
-    out = world["tmp"] / "diff.json"
-    assert main([*world["base"], "diff", str(world["tmp"] / "exp" / "held"), "king",
-                 "--repo", str(world["repo"]), "--data", str(world["data"]),
+def test_diff_shows_where_your_head_routes_differently_on_the_rows_score_compares(world,
+                                                                                    capsys):
+    out, scored = world["tmp"] / "diff.json", world["tmp"] / "scored.json"
+    run = str(world["tmp"] / "exp" / "held")
+    assert main([*world["base"], "diff", run, "king", "--repo", str(world["repo"]),
                  "--encoder", str(world["encoder"]), "--json", str(out)]) == 0
     report = json.loads(out.read_text())
-    assert report["heads"] == ["run held", "the king (bob generation 1)"]
+    assert (report["yours"], report["theirs"]) == ("run held", "the king (bob generation 1)")
+    assert report["rows"]["which"] == "held_out"
+    held = json.loads((world["tmp"] / "exp" / "held" / "holdout.json").read_text())["ids"]
     math = report["per_benchmark"]["math500"]
-    assert math["rows"] == 40 and set(math["by_category"]) == set(TOPICS)
+    assert math["rows"] == len(held["math500"]) and set(math["by_category"]) <= set(TOPICS)
     for group in math["by_category"].values():
-        assert all(sum(mix.values()) == pytest.approx(1) for mix in group["models"])
-        assert group["accuracy_change"] == pytest.approx(group["accuracy"][1]
-                                                         - group["accuracy"][0])
-    same = [math["by_category"][t]["same_model"] * math["by_category"][t]["rows"]
-            for t in TOPICS]
-    assert math["same_model"] == pytest.approx(sum(same) / 40)
-    assert "same model on" in capsys.readouterr().out
-    # a head compared with itself agrees everywhere and moves nothing
+        assert all(sum(mix.values()) == pytest.approx(1) for mix in group["models"].values())
+        assert group["difference"] == pytest.approx(group["accuracy"]["yours"]
+                                                    - group["accuracy"]["theirs"])
+    same = [g["same_model"] * g["rows"] for g in math["by_category"].values()]
+    assert math["same_model"] == pytest.approx(sum(same) / math["rows"])
+    text = capsys.readouterr().out
+    assert "yours  = run held" in text and "theirs = the king (bob generation 1)" in text
+    assert "compared on this run's held-out rows" in text and "positive: yours is better" in text
+    # the same rows and the same direction as score --king: its cached delta is diff's
+    # difference at the cached weight
+    assert main([*world["base"], "score", run, "--king", "--repo", str(world["repo"]),
+                 "--encoder", str(world["encoder"]), "--json", str(scored)]) == 0
+    king = json.loads(scored.read_text())["king"]
+    assert king["rows"] == report["rows"]
+    assert king["delta"] == pytest.approx(world["rules"].weight_cached * report["difference"])
+    assert "yours − the king (bob generation 1) (cached part only): " in capsys.readouterr().out
+    # a head compared with itself agrees everywhere and differs by nothing
     assert main([*world["base"], "diff", "king", "king", "--repo", str(world["repo"]),
                  "--data", str(world["data"]), "--encoder", str(world["encoder"]),
                  "--json", str(out)]) == 0
-    assert json.loads(out.read_text())["per_benchmark"]["mmlu"]["same_decision"] == 1.0
+    same = json.loads(out.read_text())
+    assert same["per_benchmark"]["mmlu"]["same_decision"] == 1.0 and same["difference"] == 0
+    assert same["rows"]["which"] == "data" and same["per_benchmark"]["mmlu"]["rows"] == 40
 
 
 def test_a_run_remembers_its_data_wherever_it_is_scored_from(world, monkeypatch, tmp_path):

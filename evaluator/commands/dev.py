@@ -22,6 +22,10 @@ STUDIES = {
                            "grading time in process, in the bounded worker and per process"),
     "words": ("words", "how close the start comes to the category lookup on the encoder's "
                        "features and on an exact bag of the words"),
+    "demo": ("demo_times", "time `tinyrouter demo` stage by stage (wall and CPU) and write the "
+                           "figures the Reference guide renders"),
+    "costs": ("costs", "time the encoder's work per item and per training candidate (Qwen3-0.6B's "
+                       "shape) for the costs the guides derive"),
 }
 
 

@@ -1,4 +1,5 @@
-"""`tinyrouter diff A B`: where two heads route differently, and where accuracy moved."""
+"""`tinyrouter diff YOURS THEIRS`: where your head routes differently from another, and where
+accuracy differs, on the rows `score --king` compares them on."""
 
 from __future__ import annotations
 
@@ -7,22 +8,26 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.commands.output import write_json_out
-from evaluator.errors import UsageError
 from evaluator.rules import OFFICIAL
 
 
 def add_diff(p: argparse.ArgumentParser) -> None:
-    p.description = ("Compare two heads' turn-1 decisions on your collected public rows: per "
+    p.description = ("Compare your head's turn-1 decisions with another's on your collected "
+                     "public rows (the rows `score --king` compares on: a run's held-out rows, "
+                     "narrowed to those the other head's receipt also declares held out): per "
                      "benchmark and category, each head's model and role mix, how often they "
-                     "agree, and how accuracy moved from A to B.")
-    for name in ("a", "b"):
-        p.add_argument(name, metavar=name.upper(),
-                       help="a run folder, a submission folder, a weights file, or king")
-    p.add_argument("--data", type=Path, default=Path("data"),
-                   help="collected rows (<benchmark>.jsonl from `tinyrouter collect`)")
+                     "agree, and the accuracy difference, yours minus theirs (positive: yours "
+                     "is better).")
+    p.add_argument("yours", metavar="YOURS",
+                   help="your head: a run folder, a submission folder, a weights file, or king")
+    p.add_argument("theirs", metavar="THEIRS",
+                   help="the head to compare with, in the same forms (e.g. king)")
+    p.add_argument("--data", type=Path,
+                   help="collected rows (<benchmark>.jsonl from `tinyrouter collect`; default: "
+                        "the run's --data)")
     p.add_argument("--repo", type=Path, default=Path("."), help="main checkout (for king)")
-    p.add_argument("--encoder", help="hub id or local folder (default: "
-                   f"{OFFICIAL.encoder_id}, or the --competition file's)")
+    p.add_argument("--encoder", help="hub id or local folder (default: the run's, else "
+                   f"{OFFICIAL.encoder_id} or the --competition file's)")
     p.add_argument("--json", dest="json_out", metavar="OUT",
                    help="also write the comparison as JSON (- for standard output)")
     p.set_defaults(func=run)
@@ -35,34 +40,42 @@ def _models(mix: dict[str, float]) -> str:
     return " ".join(f"{name.split('-')[0]} {share:.0%}" for name, share in mix.items())
 
 
-def lines(report: dict[str, Any]) -> list[str]:
-    first, second = report["heads"]
-    out = [f"A = {first}", f"B = {second}"]
+def lines(report: dict[str, Any], rules: Any) -> list[str]:
+    out = [f"yours  = {report['yours']}", f"theirs = {report['theirs']}",
+           f"compared on {report['rows']['said']}; every difference is yours − theirs "
+           "(positive: yours is better)"]
     for bench, entry in report["per_benchmark"].items():
+        acc = entry["accuracy"]
         out.append(f"{bench}: {entry['rows']} rows, same model on {entry['same_model']:.0%}, "
-                   f"accuracy {entry['accuracy'][0]:.3f} → {entry['accuracy'][1]:.3f} "
-                   f"({entry['accuracy_change']:+.3f})")
+                   f"accuracy yours {acc['yours']:.3f}, theirs {acc['theirs']:.3f} "
+                   f"({entry['difference']:+.3f})")
         for cat, group in entry["by_category"].items():
-            out.append(f"  {cat[:28]:<28} {group['rows']:>4} rows  same {group['same_model']:>4.0%}"
-                       f"  acc {group['accuracy_change']:+.3f}  A: {_models(group['models'][0])}"
-                       f"  B: {_models(group['models'][1])}")
+            out.append(f"  {cat:<28} {group['rows']:>4} rows  same {group['same_model']:>4.0%}"
+                       f"  acc {group['difference']:+.3f}  yours: "
+                       f"{_models(group['models']['yours'])}  theirs: "
+                       f"{_models(group['models']['theirs'])}")
+    out.append(f"overall (the benchmarks' mean): {report['difference']:+.3f} accuracy, "
+               f"{rules.weight_cached * report['difference']:+.4f} in composite points at the "
+               f"cached weight {rules.weight_cached} (what `score --king` reports on these rows, "
+               "before live play)")
     return out
 
 
 def run(args: argparse.Namespace) -> int:
+    from evaluator.commands.score import compared_rows
     from evaluator.compare import compare_heads
     from evaluator.coordinator.router import load_router
     from evaluator.heads import resolve_head
-    from evaluator.train.data import data_path, read_training_rows
+    from evaluator.train.run import read_run
 
     rules = args.rules
-    first, second = (resolve_head(spec, args.repo, rules) for spec in (args.a, args.b))
-    rows = [row for bench in rules.benchmarks if data_path(args.data, bench).is_file()
-            for row in read_training_rows(data_path(args.data, bench), rules)]
-    if not rows:
-        raise UsageError(f"{args.data} holds no <benchmark>.jsonl rows; run `tinyrouter collect`")
-    report = compare_heads(first, second, rows, load_router(args.encoder or rules.encoder_id,
-                                                            rules), rules)
-    print("\n".join(lines(report)))
+    yours, theirs = (resolve_head(spec, args.repo, rules) for spec in (args.yours, args.theirs))
+    rows = compared_rows(args, yours, theirs, rules)
+    encoder = args.encoder or (read_run(yours.run_dir)[0].get("encoder") if yours.run_dir
+                               else None) or rules.encoder_id
+    paired = [row for bench_rows in rows.paired.values() for row in bench_rows]
+    report = compare_heads(yours, theirs, paired, load_router(encoder, rules), rules)
+    report["rows"] = {"which": rows.which, "said": rows.said(theirs.label)}
+    print("\n".join(lines(report, rules)))
     write_json_out(args.json_out, report)
     return 0

@@ -69,8 +69,9 @@ def summary(data: dict[str, Any]) -> list[str]:
               f"{_pct(row['shared'], row['shared_se'])}" for row in data["false_crown"]]
     if data["left_out"]:
         lines.append(f"  (left out: {', '.join(f'{d:.0%}' for d in data['left_out'])}; the "
-                     f"behavioural check rejects a head agreeing with the king on "
-                     f"{data['duplicate_agreement']:.0%} of items or more)")
+                     f"behavioural check may reject a head agreeing with the king on "
+                     f"{data['duplicate_agreement']:.0%} of items or more: it does when the "
+                     "head also makes the king's own choices)")
     camp = data["campaign"]
     lines.append(f"campaign of near-equal submissions (decisions differ on "
                  f"{camp['disagreement']:.0%}): P(at least one false crown), independent / "

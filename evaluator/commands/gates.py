@@ -26,7 +26,8 @@ from evaluator.files import format_time, parse_time, utc_now
 from evaluator.gates import GateReport, attempt_of, context_for, run_gates
 from evaluator.github import GitHub, publish
 from evaluator.next_steps import NextStep, next_step, submission_advisories
-from evaluator.rules import is_commit_sha, is_name
+from evaluator.preflight import BehaviourPreview
+from evaluator.rules import Competition, is_commit_sha, is_name
 from evaluator.store import LEADERBOARD_DIR, Store
 from evaluator.submission import Submission
 from evaluator.templating import render
@@ -79,6 +80,13 @@ def add_preflight(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ledger", type=Path,
                    help="your run's ledger.jsonl: also advise when the receipt's cost or ledger "
                         "head is not what it records (advisories never block)")
+    p.add_argument("--data", type=Path, default=Path("data"),
+                   help="your collected rows (`tinyrouter collect --out`): they hold the public "
+                        "train items the behavioural check routes")
+    p.add_argument("--encoder", help="hub id or local folder (default: the rules' encoder)")
+    p.add_argument("--earlier-dir", type=Path,
+                   help="a folder holding earlier attempts' submissions/<login>/<n> folders "
+                        "copied from their pull requests (default: this checkout)")
     p.add_argument("--now", help=argparse.SUPPRESS)
     p.set_defaults(func=run_preflight, changed_files=None, pr=None, head_sha=None,
                    json_out=None, comment=None, rules_url="", record_attempt=False, push=False,
@@ -102,7 +110,36 @@ def run_preflight(args: argparse.Namespace) -> int:
         print(f"checking as if the pull request came from {args.author!r}, the folder's login "
               "(gate 0 refuses any other author); pass --author with the account you will "
               "open it from")
-    return run_bot(args)
+    code = run_bot(args)
+    if code != 0:  # a gate failed: the evaluation stops there too
+        return code
+    from evaluator.preflight import preview_submission
+
+    preview = preview_submission(args.repo, args.submission, args.rules, args.data,
+                                 args.encoder, args.earlier_dir)
+    print("\n".join(behaviour_lines(preview, args.rules)))
+    return 1 if preview.passed is False else 0
+
+
+def behaviour_lines(preview: BehaviourPreview, rules: Competition) -> list[str]:
+    """The behavioural check's verdict as preflight and score print it."""
+    from evaluator.contenders import BEHAVIOUR_GATE, behaviour_line
+    from evaluator.preflight import NOT_COMPARED
+
+    if preview.not_run:
+        return [f"– {BEHAVIOUR_GATE}: not run here: {preview.not_run}"]
+    if preview.reason:
+        return [f"✗ {preview.reason}",
+                "the evaluation would reject this head before it opens the hidden sets"]
+    if not preview.compared:
+        return [f"✓ {BEHAVIOUR_GATE}: no king and no earlier attempt to compare with"]
+    lines = [f"✓ {BEHAVIOUR_GATE}: routes like no earlier head ({len(preview.compared)} "
+             "compared)"]
+    lines += [f"  {behaviour_line(found, rules)}" for found in preview.compared]
+    if preview.skipped:
+        prs = ", ".join(f"PR #{a.pr}" for a in preview.skipped)
+        lines.append(f"  not compared with {len(preview.skipped)} {NOT_COMPARED}: {prs}")
+    return lines
 
 
 def run_bot(args: argparse.Namespace) -> int:

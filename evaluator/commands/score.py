@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,17 +68,57 @@ def rows_for(args: argparse.Namespace, head: Any, rules: Any) -> tuple[dict, dic
     return by_benchmark(rows, rules), None, str(args.data)
 
 
-def neither_trained_on(held: dict, king: Any, rules: Any) -> tuple[dict | None, dict | None]:
-    """(the held-out rows the king's receipt also declares held out, on every benchmark, or
-    None; the king's declared ids or None)."""
+def neither_trained_on(held: dict, theirs: Any, rules: Any) -> tuple[dict | None, dict | None]:
+    """(the held-out rows that the other head's receipt also declares held out, on every
+    benchmark, or None; its declared ids or None)."""
     from evaluator.heads import held_out_of
 
-    kings = held_out_of(king, rules)
-    if kings is None:
+    declared = held_out_of(theirs, rules)
+    if declared is None:
         return None, None
-    named = {b: set(kings.get(b) or ()) for b in held}
+    named = {b: set(declared.get(b) or ()) for b in held}
     unseen = {b: [row for row in rows if row.item.id in named[b]] for b, rows in held.items()}
-    return (unseen if all(unseen.values()) else None), kings
+    return (unseen if all(unseen.values()) else None), declared
+
+
+# which rows two heads are compared on: a code, and the sentence that renders it
+NEITHER, HELD_OUT, DATA = "neither", "held_out", "data"
+ROWS_SAID = {
+    NEITHER: "rows neither head trained on ({rows}): this run's held-out rows that {theirs}'s "
+             "receipt also declares held out",
+    HELD_OUT: "this run's held-out rows ({rows}), which {theirs} may have trained on",
+    DATA: "the rows of {data} ({rows}), which either head may have trained on",
+}
+
+
+@dataclass(frozen=True)
+class Compared:
+    """The rows a head is scored on, and the rows it is compared with another head on."""
+
+    held: dict  # per benchmark: the rows the head is scored on
+    fitted: dict | None  # the rows a run fitted (for the fit gap), else None
+    data: str
+    paired: dict  # per benchmark: the rows both heads are compared on
+    which: str  # NEITHER, HELD_OUT or DATA
+    declared: dict | None = None  # the other head's declared held-out ids, if any
+
+    def said(self, theirs: str) -> str:
+        rows = ", ".join(f"{b} {len(r)}" for b, r in self.paired.items())
+        return ROWS_SAID[self.which].format(rows=rows, theirs=theirs, data=self.data)
+
+
+def compared_rows(args: argparse.Namespace, yours: Any, theirs: Any | None,
+                  rules: Any) -> Compared:
+    """One choice of rows for `score --king` and `diff`: a run's held-out rows, narrowed to
+    those the other head's receipt also declares held out where it declares them on every
+    benchmark; a folder or weights file's --data rows."""
+    held, fitted, data = rows_for(args, yours, rules)
+    unseen, declared = neither_trained_on(held, theirs, rules) if theirs else (None, None)
+    if yours.run_dir is None:
+        return Compared(held, fitted, data, held, DATA, declared)
+    if unseen is not None:
+        return Compared(held, fitted, data, unseen, NEITHER, declared)
+    return Compared(held, fitted, data, held, HELD_OUT, declared)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--live must be 0 or more")
     head = resolve_head(args.head, args.repo, rules)
     king = resolve_head("king", args.repo, rules) if args.king else None
-    held, fitted, data = rows_for(args, head, rules)
+    rows = compared_rows(args, head, king, rules)
+    held, fitted, data = rows.held, rows.fitted, rows.data
     encoder = args.encoder or (read_run(head.run_dir)[0].get("encoder") if head.run_dir
                                else None) or rules.encoder_id
     run_live = None
@@ -102,17 +144,38 @@ def run(args: argparse.Namespace) -> int:
 
         ledger_dir = head.run_dir or Path(data)
         run_live = pool_runner(args.pool_url, rules, ledger=Ledger(ledger_dir / LEDGER_FILE))
-    unseen, kings = neither_trained_on(held, king, rules) if king else (None, None)
-    report = score_report(head, held, fitted, load_router(encoder, rules), rules, king,
-                          run_live, args.live, unseen)
-    report["king_declares_held_out"] = kings is not None
+    router = load_router(encoder, rules)
+    report = score_report(head, held, fitted, router, rules, king, run_live, args.live,
+                          rows.paired if rows.which == NEITHER else None)
+    report["king_declares_held_out"] = rows.declared is not None
+    if king is not None:
+        report["king"]["rows"] = {"which": rows.which, "said": rows.said(king.label)}
     report["data"] = data
     report["run_dir"] = None if head.run_dir is None else str(head.run_dir)
     print("\n".join(lines(report, rules)))
+    if king is not None:
+        print("\n".join(behaviour_against_king(args, head, data, router, report)))
     if head.run_dir is not None:
         write_json_out(head.run_dir / SCORE_FILE, report)
     write_json_out(args.json_out, report)
     return 0
+
+
+def behaviour_against_king(args: argparse.Namespace, head: Any, data: str, router: Any,
+                           report: dict[str, Any]) -> list[str]:
+    """The evaluation's behavioural check against the king, as preflight runs it (earlier
+    attempts wait for preflight: they are compared only with another miner's head)."""
+    from evaluator.commands.gates import behaviour_lines
+    from evaluator.contenders import Contender
+    from evaluator.preflight import preview_behaviour
+
+    preview = preview_behaviour(args.repo, Contender("", 0, head.theta), args.rules, Path(data),
+                                router=router)
+    report["behaviour"] = {"passed": preview.passed, "reason": preview.reason,
+                           "not_run": preview.not_run}
+    return [*behaviour_lines(preview, args.rules),
+            "  earlier attempts of other miners: `tinyrouter preflight` compares them once the "
+            "head is packed under your login"]
 
 
 def _ci(pair: list[float]) -> str:
@@ -152,15 +215,14 @@ def lines(report: dict[str, Any], rules: Any) -> list[str]:
         part = "" if king["live_included"] else " (cached part only)"
         low, high = king["ci95"]
         verdict = "WOULD take the crown" if king["would_crown"] else "would not take the crown"
-        out += [f"against {king['head']}: difference{part} {king['delta']:+.4f}, 95% interval "
-                f"{low:+.4f} to {high:+.4f}, z {king['z']:.2f}; {verdict} (margin "
-                f"{rules.win_margin}, z above {rules.crown_z_final} as after the last live "
-                "stage)",
-                f"  picks the king's model on {king['agreement']:.1%} of these rows"
-                + (" — the behavioural check would reject it as a duplicate"
-                   if king["behaviour_duplicate"] else "")]
-        out += (unseen_lines(king, report) if king["unseen_rows"] else
-                bias_lines(king, rules) + kings_rows_hint(report))
+        out += [f"yours − {king['head']}{part}: {king['delta']:+.4f} in composite points "
+                f"(positive: yours is better), 95% interval {low:+.4f} to {high:+.4f}, "
+                f"z {king['z']:.2f}; {verdict} (margin {rules.win_margin}, z above "
+                f"{rules.crown_z_final} as after the last live stage)",
+                f"  compared on {king['rows']['said']}"
+                + (", so the delta leans neither way" if king["unseen_rows"] else ""),
+                f"  picks the king's model on {king['agreement']:.1%} of these rows"]
+        out += [] if king["unseen_rows"] else bias_lines(king, rules) + kings_rows_hint(report)
     return out
 
 
@@ -177,12 +239,6 @@ def simplest_line(cached: float, found: dict[str, Any]) -> str:
             f"{_share(captured['head'])}, the lookup {_share(captured['lookup'])}"
             + ("" if cached >= found["lookup"] else
                " — the head routes worse than the lookup"))
-
-
-def unseen_lines(king: dict[str, Any], report: dict[str, Any]) -> list[str]:
-    rows = ", ".join(f"{b} {n}" for b, n in king["unseen_rows"].items())
-    return [f"  compared on rows neither head trained on ({rows}): this run's held-out rows "
-            "that the king's receipt also declares held out, so the delta leans neither way"]
 
 
 def kings_rows_hint(report: dict[str, Any]) -> list[str]:

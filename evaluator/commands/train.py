@@ -61,7 +61,9 @@ def add_train(p: argparse.ArgumentParser) -> None:
                    help="also hold out the rows the king's receipt says it never trained on "
                         "(with --repo), so that `score --king` compares the two heads on rows "
                         "neither has seen")
-    p.add_argument("--seed", type=int, default=0, help="the run's seed")
+    p.add_argument("--seed", type=int,
+                   help="the run's seed (default: drawn at random, printed and recorded, so two "
+                        "miners' default runs differ; --resume reads the run's own)")
     p.add_argument("--live", action="store_true",
                    help="add multi-turn fitness through the pool (ledgered, costs money)")
     p.add_argument("--live-items", type=int, default=2,
@@ -116,8 +118,9 @@ def run(args: argparse.Namespace) -> int:
 
     rules = args.rules
     start = resolve_head(args.init, args.repo, rules) if args.init else None
+    seed = run_seed(args)
     config = TrainConfig.resolve(
-        rules, tuple(b for b in args.benchmarks.split(",") if b), seed=args.seed,
+        rules, tuple(b for b in args.benchmarks.split(",") if b), seed=seed,
         encoder=local_or_id(args.encoder or rules.encoder_id), data=str(args.data.resolve()),
         live=args.live,
         live_items=args.live_items if args.live else 0,
@@ -177,10 +180,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"  started from {start.label} (weights {start.weights_sha256[:12]}…)")
     print(f"  {kept_line(summary['selection'], summary['optimizer']['generations'])}")
     if summary["selection"]["rows"] and summary["selection"]["kept_after"] == 0 and start is None:
-        print(f"  the start imitates the category lookup, which any miner's run on the public "
-              f"train split comes close to: gate 3 judges a head within cosine "
-              f"{args.rules.duplicate_cosine} of an earlier attempt a copy, so preflight it "
-              f"before you spend a slot, and improve on it to compete")
+        print("  the start imitates the category lookup, which any miner's default run on the "
+              "public train split converges on: the duplicate checks let such heads through "
+              "(their routing per category is no one's own), but one that only matches the "
+              "lookup will not take the crown from one that does; improve on it to compete, "
+              "and preflight it before you spend a slot")
     for name, t in summary["train"].items():
         held = len(heldout[name]) if heldout else 0
         print(f"  {name:<14} train argmax accuracy {t['argmax_acc']:.4f} "
@@ -217,6 +221,22 @@ def kept_line(chosen: dict, generations: int) -> str:
             f"{chosen['accuracy']:.4f}{start})")
 
 
+def run_seed(args: argparse.Namespace) -> int:
+    """--seed, or the resumed run's own, or one drawn at random: two miners who follow the
+    guide with the default options train from different holdouts and minibatches."""
+    import secrets
+
+    from evaluator.train.run import recorded_seed
+
+    if args.seed is not None:
+        return args.seed
+    if args.resume:
+        return recorded_seed(args.experiments / args.run_name)
+    seed = secrets.randbelow(2 ** 31)
+    print(f"seed {seed} (drawn for this run; --seed {seed} trains it again)")
+    return seed
+
+
 def local_or_id(encoder: str) -> str:
     """A local encoder folder as an absolute path (the run is read from other folders later),
     else the hub id as given."""
@@ -225,25 +245,30 @@ def local_or_id(encoder: str) -> str:
 
 
 def warn_if_close(run_dir: Path, start, featurizer, data, rules) -> None:
-    """Say so when the trained head is still a duplicate of its start under the gates' rules."""
+    """Say so when the trained head is still a duplicate of its start under the gates' rules
+    (gate 3's cosine, and the behavioural check's own choices, here on the training rows)."""
     import numpy as np
 
+    from evaluator.contenders import alike, behaviour_line
     from evaluator.coordinator import head as routing
     from evaluator.gates import fingerprint
     from evaluator.heads import resolve_head
 
     def models(head, scales):
         feats = featurizer.features(np.arange(len(data.rows)), scales)
-        return routing.choices(routing.logits(feats, head, rules), rules)[0]
+        return [rules.pool_names[i]
+                for i in routing.choices(routing.logits(feats, head, rules), rules)[0]]
 
     trained = resolve_head(str(run_dir), run_dir, rules)
     cosine = float(fingerprint(trained.head, rules.n_models) @ fingerprint(start.head,
                                                                           rules.n_models))
-    same = float(np.mean(models(trained.head, trained.scales) == models(start.head,
-                                                                        start.scales)))
+    found = alike("its start", [row.item for row in data.rows],
+                  models(trained.head, trained.scales), models(start.head, start.scales))
     print(f"  against its start: model-row cosine {cosine:.4f} (gate 3 rejects at "
-          f"{rules.duplicate_cosine}), same model on {same:.1%} of the training rows "
-          f"(the behavioural check rejects at {rules.duplicate_agreement:.0%} of the public items)")
-    if cosine >= rules.duplicate_cosine or same >= rules.duplicate_agreement:
+          f"{rules.duplicate_cosine}); on the training rows, {behaviour_line(found, rules)} "
+          f"(the behavioural check rejects at {rules.duplicate_agreement:.0%} of the items "
+          f"and {rules.duplicate_own_share:.0%} of at least {rules.duplicate_own_items} own "
+          "choices)")
+    if cosine >= rules.duplicate_cosine or found.copied(rules):
         print("  warning: this head is still a duplicate of the head it started from and "
               "would be rejected at gate 3; train longer, with a larger --sigma0, or from W = 0")

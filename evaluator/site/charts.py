@@ -11,6 +11,7 @@ mode inverts the chart's colours.
 from __future__ import annotations
 
 import io
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Any
 import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, MaxNLocator, NullFormatter
+from matplotlib.ticker import FixedLocator, Formatter, MaxNLocator, NullFormatter
 
 from evaluator.files import try_parse_time
 from evaluator.records import Crowning
@@ -60,6 +61,20 @@ FRAMES = (WIDE, NARROW)
 def _short(name: Any) -> str:
     text = str(name)
     return text if len(text) <= NAME_CHARS else text[:NAME_CHARS - 1] + "…"
+
+
+def distinct_short(names: Sequence[Any]) -> list[str]:
+    """Each name cut as `_short` cuts it, but never so short that it reads as another of
+    `names`: `high_school_chemistry` and `high_school_computer_science` stay two labels."""
+    texts = [str(name) for name in names]
+    out = []
+    for text in texts:
+        keep = NAME_CHARS - 1
+        while keep < len(text) and any(other != text and other[:keep] == text[:keep]
+                                       for other in texts):
+            keep += 1
+        out.append(text if len(text) <= max(keep, NAME_CHARS) else text[:keep] + "…")
+    return out
 
 
 def _reign(kings: Sequence[Crowning]) -> list[tuple[datetime, Crowning]]:
@@ -144,21 +159,22 @@ def history_figure(kings: Sequence[Crowning], benchmarks: Sequence[str],
     """The history chart, or None when no king has a readable crowning time.
 
     The step line holds each king's composite until the next coronation, and the last one
-    until `until` (the build's "now"). The axis spans at least MIN_SPAN.
+    until `until` (the build's "now"), where the axis ends. It spans at least MIN_SPAN,
+    reaching further back when the reigns are shorter.
     """
     reign = _reign(kings)
     if not reign:
         return None
     first, last = reign[0][0], reign[-1][0]
-    end = max(last, until or last)  # where the lines stop
-    axis_end = max(end, first + MIN_SPAN)
+    end = max(last, until or last)  # where the lines stop, and the axis: never past now
+    axis_start = min(first, end - MIN_SPAN)
     with matplotlib.rc_context(frame.style()):
         height = 6.2 if frame is WIDE else 5.6
         fig = Figure(figsize=(frame.width, height), layout="constrained")
         top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
         _composite_panel(top, reign, end, frame)
         _benchmark_panel(bottom, reign, end, benchmarks)
-        _date_axis(bottom, first, axis_end, frame)
+        _date_axis(bottom, axis_start, end, frame)
         if until is not None and until >= last:
             for ax in (top, bottom):
                 ax.axvline(until, color="#999999", linestyle=":", linewidth=1)
@@ -220,7 +236,9 @@ def _mix_panel(ax: Any, bench: str, rows: Sequence[tuple[str, dict[str, float], 
                         text, ha="center", va="center", fontsize=frame.font,
                         color="white", parse_math=False)
         left = [a + b for a, b in zip(left, widths, strict=True)]
-    ax.set_yticks(ys, [f"{_short(name)} ({items})" for name, _, items in rows])
+    names = distinct_short([name for name, _, _ in rows])
+    ax.set_yticks(ys, [f"{name} ({items})" for name, (_, _, items) in zip(names, rows,
+                                                                         strict=True)])
     for label in ax.get_yticklabels():
         label.set_parse_math(False)
     ax.invert_yaxis()
@@ -305,9 +323,10 @@ def cost_figure(points: Sequence[Any], oracle: float | None,
         if positive and max(positive) / min(positive) > 20:
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.xaxis.set_major_formatter(lambda value, _: usd_tick(value, [value]))
         else:
-            ax.xaxis.set_major_locator(MaxNLocator(4 if frame is NARROW else 7))
-        ax.xaxis.set_major_formatter(lambda value, _: f"{value:,.2f}")
+            ax.xaxis.set_major_locator(MaxNLocator(4 if frame is NARROW else 7, steps=NICE_STEPS))
+            ax.xaxis.set_major_formatter(UsdTicks())
         ax.set_xlabel("USD per 1,000 questions")
         ax.set_ylabel("accuracy (mean over benchmarks)" if frame is WIDE else "mean accuracy")
         ax.set_title("Accuracy against cost", loc="left")
@@ -316,6 +335,29 @@ def cost_figure(points: Sequence[Any], oracle: float | None,
         _place_labels(fig, ax, [p for p in points if p.kind not in ("king", "head")]
                       + kings[-1:], frame)
     return fig
+
+
+NICE_STEPS = (1, 2, 2.5, 5, 10)  # tick steps a reader counts in
+
+
+def usd_tick(value: float, ticks: Sequence[float]) -> str:
+    """`value` with as few decimals as show every one of `ticks` exactly (at most 6)."""
+    step = min((abs(b - a) for a, b in itertools.pairwise(ticks)), default=abs(value)) or 1.0
+    decimals = next((d for d in range(7) if all(abs(round(t, d) - t) <= step * 1e-6
+                                                  for t in ticks)), 6)
+    return f"{value:,.{decimals}f}"
+
+
+class UsdTicks(Formatter):
+    """Dollar ticks on a linear axis, all with the decimals the finest of them needs."""
+
+    ticks: Sequence[float] = ()
+
+    def set_locs(self, locs: Sequence[float]) -> None:
+        self.ticks = list(locs)
+
+    def __call__(self, value: float, pos: int | None = None) -> str:
+        return usd_tick(value, self.ticks or [value])
 
 
 def frontier(points: Sequence[Any]) -> list[Any]:

@@ -13,6 +13,7 @@ A demo site (TINYROUTER_DEMO=1, or `build_site(demo=True)`) says so on every pag
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,11 +24,12 @@ from markupsafe import Markup
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
+from evaluator import resources
 from evaluator.errors import TinyRouterError
 from evaluator.files import utc_now
-from evaluator.resources import TEMPLATES, bundled
+from evaluator.resources import COSTS, DEMO_TIMES, TEMPLATES, bundled
 from evaluator.rules import OFFICIAL, Competition
-from evaluator.site.markup import FILTERS
+from evaluator.site.markup import FILTERS, rules_differences
 from evaluator.site.pages import _SAFE_URL, SiteContent, generate
 from evaluator.site.state import load_state
 from evaluator.store import LEADERBOARD_DIR
@@ -103,6 +105,7 @@ def on_config(config: Any) -> Any:
     config.site_url = _site_url(config.site_url)
     demo = bool(options.get("demo")) or os.environ.get("TINYROUTER_DEMO") == "1"
     options["demo"] = demo
+    options["differs"] = rules_differences(rules) if demo else ""  # the banner says what
     try:
         content = generate(load_state(leaderboard), rules, config.repo_url,
                            now=options.get("now") or _now(), rewards=config.extra.get("rewards"),
@@ -136,12 +139,19 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     fragments = {key: Markup(text) for key, text in content.fragments.items()}
     try:
         return env.from_string(markdown).render(rules=options["rules"].as_dict(),
-                                                walk=options["walk"],
+                                                walk=options["walk"], demo_times=shipped(DEMO_TIMES),
+                                                costs=shipped(COSTS),
                                                 repo_url=_safe_url(config.repo_url), **fragments)
     except jinja2.TemplateError as exc:
         line = getattr(exc, "lineno", None)
         where = f"{page.file.src_uri}:{line}" if line else page.file.src_uri
         raise PluginError(f"{where}: {exc}") from exc
+
+
+def shipped(name: str) -> dict[str, Any] | None:
+    """Figures a study measured for the guides (`tinyrouter dev demo`, `dev costs`), or None."""
+    path = resources.data_file(name)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def on_serve(server: Any, config: Any, builder: Any) -> Any:

@@ -9,6 +9,7 @@ display it as the original character.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from datetime import UTC
@@ -186,6 +187,26 @@ def fmt_encoder(value: Any) -> Markup:
     name = PurePath(str(value)).name if value else ""
     return Markup(f"a locally built model (`{md_text(name)}`)" if is_name(name)
                   else "a locally built model")
+
+
+def _rule_value(name: str, value: Any) -> str:
+    if name == "encoder_id":
+        return value if isinstance(value, str) and _HUB_ID.fullmatch(value) else \
+            "a tiny Qwen3 built locally"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else str(value)
+    return str(fmt_num(value))
+
+
+def rules_differences(rules: Any) -> Markup:
+    """Every rule and derived figure in which `rules` differ from the official ones, as one
+    escaped sentence for a demo site's banner: "eval_size 90 (official 150); …"."""
+    found = [f"{name} {_rule_value(name, mine)} (official {_rule_value(name, official)})"
+             for name, mine, official in rules.differences()]
+    if not found:
+        return Markup("")
+    return Markup("Its rules differ from the official ones (evaluator/rules.py), and every "
+                  "page states the demo's: ") + Markup("; ").join(found) + Markup(".")
 
 
 def fmt_hub_id(value: Any) -> str:

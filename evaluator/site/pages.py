@@ -351,7 +351,9 @@ def miners_json(state: LeaderboardState, names: dict[str, str],
              "page": page_url(miner_uri(m.name)) if m.id in paged else None,
              "verdicts": [{"when": e.when, "generation": e.generation, "pr": e.pr,
                            "outcome": e.why.outcome, "composite": e.why.composite,
-                           "delta": e.why.delta, "places": e.why.places, "why": e.why.sentence}
+                           "delta": e.why.delta, "places": e.why.places, "why": e.why.sentence,
+                           "difference": e.why.difference,
+                           "interval": list(e.why.interval) if e.why.interval else None}
                           for e in by_miner.get(m.id, [])]}
             for m in state.miners()]
     return json.dumps({"format": 1, "miners": rows}, sort_keys=True, separators=(",", ":"))

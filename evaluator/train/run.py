@@ -189,6 +189,14 @@ def load_checkpoint(run_dir: Path, config: TrainConfig, data: TrainingSet) -> di
     return ckpt
 
 
+def recorded_seed(run_dir: Path) -> int:
+    """The seed a run was trained with, from its checkpoint: a resume draws none of its own."""
+    settings = _read_json(run_dir / CHECKPOINT_FILE, "nothing to resume").get("settings") or {}
+    if not isinstance(settings.get("seed"), int):
+        raise TrainingError(f"{run_dir / CHECKPOINT_FILE} records no seed; start a new run")
+    return settings["seed"]
+
+
 def replay(es: cma.CMAEvolutionStrategy, ckpt: dict[str, Any]) -> None:
     """Rebuild the optimiser's state from the fitness values it was told."""
     for values in ckpt["told"]:

@@ -17,17 +17,26 @@
   function signed(value, places) {
     return typeof value === "number" ? (value >= 0 ? "+" : "") + value.toFixed(places) : "–";
   }
+  function tested(v) {
+    // the crown test's difference and its 95% interval, as the Evaluations page shows them
+    if (!v.interval) { return "–"; }
+    var interval = "[" + signed(v.interval[0], v.places) + ", " +
+      signed(v.interval[1], v.places) + "]";
+    return typeof v.difference === "number" ?
+      signed(v.difference, v.places) + " " + interval : interval;
+  }
   function verdicts(miner) {
     var table = document.createElement("table");
     var head = document.createElement("tr");
-    ["When (UTC)", "Gen", "PR", "Outcome", "Composite", "Δ to king", "Why"].forEach(
+    ["When (UTC)", "Gen", "PR", "Outcome", "Composite", "Δ to king",
+     "Crown test difference [95% interval]", "Why"].forEach(
       function (name) { head.appendChild(text("th", name)); });
     table.appendChild(head);
     miner.verdicts.forEach(function (v) {
       var row = document.createElement("tr");
       [(v.when || "").replace("T", " ").replace("Z", ""), v.generation,
        v.pr === null ? null : "#" + v.pr, v.outcome, number(v.composite, v.places),
-       signed(v.delta, v.places), v.why].forEach(
+       signed(v.delta, v.places), tested(v), v.why].forEach(
         function (value) { row.appendChild(text("td", value)); });
       table.appendChild(row);
     });

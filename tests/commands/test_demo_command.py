@@ -23,13 +23,34 @@ pytestmark = pytest.mark.slow
 
 
 GUIDE = Path(__file__).parents[2] / "site" / "submitting.md"
+MAINTAINING = Path(__file__).parents[2] / "site" / "maintaining.md"
+
+
+def guide_commands(guide: Path, heading: str) -> list[str]:
+    """The command lines of the first code block under a guide's heading."""
+    section = guide.read_text(encoding="utf-8").split(heading + "\n", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
 
 
 def practise_commands() -> list[str]:
     """The command lines of the Submitting guide's "Practise on the demo" section."""
-    section = GUIDE.read_text(encoding="utf-8").split("## Practise on the demo", 1)[1]
-    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
-    return [line for line in block.splitlines() if line.strip()]
+    return guide_commands(GUIDE, "## Practise on the demo")
+
+
+def in_a_fresh_shell(commands: list[str], where: Path) -> subprocess.CompletedProcess:
+    """Commands as a guide prints them, in one bash from `where` (the demo's parent); the
+    simulator a sourced practise.sh started is stopped however the script ends (the trap's
+    kill finds nothing once the guide's own kill has run: under -e its failure would become
+    the script's exit status)."""
+    script = "\n".join([commands[0],
+                        'trap \'kill "$TINYROUTER_SIMULATOR_PID" 2>/dev/null || true\' EXIT',
+                        *commands[1:]])
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    for name in ("TINYROUTER_COMPETITION", "OPENROUTER_BASE_URL", "BENCHMARK_PASSWORD"):
+        env.pop(name, None)
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=where, env=env,
+                          capture_output=True, text=True, timeout=1800)
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +146,31 @@ def test_a_copy_of_the_king_is_rejected_at_gate_3_and_spends_its_slot(demo):
     assert [a["miner"] for a in attempts][:4] == ["alice", "bob", "mallory", "mnemo"]
     assert attempts[2]["gates"] == {"passed": False, "failed": 3}
     assert not (demo / "repo" / "submissions" / "mallory").exists()
+
+
+def test_every_date_the_demo_records_is_in_the_order_it_happened(demo):
+    """One clock for every stage: each pull request gated after the one before, evaluated
+    after its gates, and the site built after everything it shows, at the time the demo ran."""
+    from evaluator.files import parse_time
+
+    board = demo / "repo" / "leaderboard"
+    attempts = [json.loads(line) for line in (board / "attempts.jsonl").read_text().splitlines()]
+    gated = {a["pr"]: parse_time(a["at"]) for a in attempts[:4]}
+    assert list(gated) == [1, 2, 3, 4] and sorted(gated.values()) == list(gated.values())
+    evaluated = {}
+    for miner, pr in (("alice", 1), ("bob", 2), ("mnemo", 4)):
+        evaluated[pr] = parse_time(read(board / "results" / miner / "1.json")["evaluated_at"])
+        assert evaluated[pr] > gated[pr]
+    assert evaluated[1] < evaluated[2] < gated[3] < gated[4] < evaluated[4]
+    crowned = [parse_time(k["crowned_at"]) for k in read(board / "history.json")["kings"]]
+    assert crowned[0] == evaluated[1] and sorted(crowned) == crowned
+    sealed = parse_time(read(board / "manifest.json")["sealed_at"])
+    assert sealed < min(gated.values())
+    built = re.search(r"this page: (\d{4}-\d\d-\d\d \d\d:\d\d) UTC",
+                      (demo / "site" / "queue" / "index.html").read_text(encoding="utf-8"))
+    assert built and parse_time(built[1].replace(" ", "T") + ":00Z") >= evaluated[4]
+    ran = (demo.parent / "printed.txt").stat().st_mtime
+    assert evaluated[4].timestamp() <= ran  # nothing dated after the demo ran
 
 
 def test_the_memorising_miner_is_never_crowned(demo):
@@ -230,6 +276,26 @@ def test_summary_says_so_when_no_submission_became_king(tmp_path):
     assert "alice    rejected" in text and "Finished in 12 s" in text
 
 
+def test_the_summary_table_shows_every_loser_alike_and_the_isolation_below_it(tmp_path):
+    from evaluator.commands.demo import Workspace, summary
+
+    (tmp_path / "repo" / "leaderboard").mkdir(parents=True)
+    (tmp_path / "repo" / "leaderboard" / "manifest.json").write_text('{"benchmarks": {}}')
+    lost = {"outcome": "lost", "composite": 0.62, "delta": -0.2, "isolation": "bubblewrap"}
+    text = summary(Workspace(tmp_path, results={
+        "alice": {"outcome": "rejected", "composite": None, "reason": "gate 5 (overfit): x",
+                  "isolation": "bubblewrap"},
+        "bob": lost, "mnemo": {**lost, "composite": 0.7, "delta": -0.12},
+        "mallory": {"outcome": "rejected", "failed_gate": {"number": 3, "name": "duplicate"}}}),
+        9.0)
+    rows = text.split("delta\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [row.split()[0] for row in rows] == ["alice", "bob", "mallory", "mnemo"]
+    assert "0.6200      0.8200  -0.2000" in rows[1] and "0.7000      0.8200  -0.1200" in rows[3]
+    assert "gate 3 (duplicate): a copy of the king" in rows[2]
+    after = text.split("\n\n", 3)
+    assert any(part.startswith("Isolation of the code graded") for part in after)
+
+
 def test_summary_explains_a_king_crowned_after_the_first_miner_was_rejected(tmp_path):
     from evaluator.commands.demo import Workspace, why
 
@@ -248,32 +314,34 @@ def test_the_results_record_the_isolation_their_code_was_graded_under(demo):
         assert record["isolation"] == isolation.current().describe()
 
 
-def test_a_miner_practises_on_the_demo_exactly_as_the_guide_says(demo):
+def test_a_miner_practises_on_the_demo_and_a_maintainer_rehearses_as_the_guides_say(demo):
+    """The Submitting guide's practise, then the Maintaining guide's rehearsal, each as
+    printed: the practised head passes every check preflight runs, and its evaluation gives
+    the same verdict on them (it is evaluated, not rejected before the hidden sets open)."""
     commands = practise_commands()
     assert commands[0] == "tinyrouter demo --workdir demo"  # what the fixture ran, with --fast
     assert commands[1] == ". demo/practise.sh"
-    # every later command runs as written, in one shell from the demo's parent folder; the
-    # simulator is stopped however the script ends
-    # (the trap's kill finds nothing once the guide's own kill has run: under -e its failure
-    # would become the script's exit status)
-    script = "\n".join([commands[1],
-                        'trap \'kill "$TINYROUTER_SIMULATOR_PID" 2>/dev/null || true\' EXIT',
-                        *commands[2:]])
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    env.pop("TINYROUTER_COMPETITION", None)
-    env.pop("OPENROUTER_BASE_URL", None)
-    run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=demo.parent, env=env,
-                         capture_output=True, text=True, timeout=1800)
+    run = in_a_fresh_shell(commands[1:], demo.parent)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     repo = demo / "repo"
     # score --king compares on the rows the king's receipt names and the run held out too
     assert "compared on rows neither head trained on" in run.stdout
     assert "same model on" in run.stdout  # diff
     assert "all gates passed" in run.stdout  # preflight and the simulated pull request
+    assert "routes like no earlier head" in run.stdout  # preflight's behavioural check
     attempts = [json.loads(line) for line in
                 (repo / "leaderboard" / "attempts.jsonl").read_text().splitlines()]
     assert attempts[-1]["miner"] == "carol" and attempts[-1]["gates"]["passed"]
     assert (repo / "submissions" / "carol" / "1" / "receipt.json").is_file()
+
+    rehearsal = guide_commands(MAINTAINING, "### Rehearse a season offline")
+    assert rehearsal[0] == ". demo/practise.sh"
+    run = in_a_fresh_shell(rehearsal, demo.parent)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    result = read(repo / "result.json")
+    assert result["outcome"] in ("king", "lost") or \
+        result["reason"].startswith("gate 5 (overfit)"), result
+    assert read(repo / "leaderboard" / "results" / "carol" / "1.json") == result
 
 
 def test_the_demo_boards_cost_chart_is_drawn_from_its_download(demo):

@@ -97,6 +97,8 @@ def test_comment_escapes_hostile_text(repo, make_submission, tmp_path):
     text = comment.read_text()
     assert "<img" not in text and "&lt;img" in text
     assert "](javascript" not in text
+    # a quote stays a quote: an entity with its `#` escaped would show as `&#39;`
+    assert "'&lt;img" in text and "&#" not in text and "&\\#" not in text
     assert "Gate 0 (scope) failed" in text and "tinyrouter preflight" in text
     assert "(https://example.org/rules/)" in text
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 from deferred import deferred
 
@@ -41,6 +42,21 @@ def test_make_tiny_is_deterministic_for_a_seed(tmp_path, tiny_path):
     assert (other / "model.safetensors").read_bytes() != (tiny_path / "model.safetensors").read_bytes()
     width = json.loads((tiny_path / "config.json").read_text())["hidden_size"]
     assert width == tiny.TINY_CONFIG["hidden_size"]
+
+
+@pytest.mark.parametrize("shape", [(40, 300), (300, 40), (5, 5)])
+def test_the_word_directions_are_the_svds_whatever_the_sign(shape):
+    """The tiny encoder's word directions come from the small Gram matrix, not an SVD: the
+    same right singular vectors, each signed so its largest entry is positive."""
+    from evaluator.coordinator.tiny import _right_singular_vectors
+
+    matrix = np.random.default_rng(sum(shape)).normal(size=shape)
+    found = _right_singular_vectors(matrix)
+    expected = np.linalg.svd(matrix, full_matrices=False)[2]
+    assert found.shape == expected.shape
+    for mine, theirs in zip(found, expected, strict=True):
+        assert np.allclose(mine, theirs, atol=1e-8) or np.allclose(mine, -theirs, atol=1e-8)
+        assert mine[np.abs(mine).argmax()] > 0
 
 
 @pytest.mark.slow

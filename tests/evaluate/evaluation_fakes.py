@@ -97,14 +97,19 @@ class LinearRouter:
         return decisions
 
 
-def head_theta(route: dict[str | None, int], role: int = 1, noise: float = 0.0) -> np.ndarray:
-    """θ of a head sending category → model (`None`: the default for every category)."""
+def head_theta(route: dict[str | None, int], role: int = 1, noise: float = 0.0,
+               own: int | None = None) -> np.ndarray:
+    """θ of a head sending category → model (`None`: the default for every category); with
+    `own`, items whose hashed feature `own` is set go to model 2 whatever their category: a
+    fifth of them, the head's own choices (what a copy takes and a category router has not)."""
     head = np.zeros(RULES.head_shape)
     if None in route:
         head[route[None], 0] = 1.0
     for k, category in enumerate(CATEGORIES):
         if category in route:
             head[route[category], 1 + k] = 2.0
+    if own is not None:
+        head[2, 3 + own] = 500.0
     head[3 + role, 0] = 1.0
     head[:, 7] += noise
     return np.concatenate([head.reshape(-1), np.ones(RULES.svf_scale_count)])

@@ -8,6 +8,8 @@ import json
 import logging
 import os
 import re
+import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -39,8 +41,8 @@ COMPONENTS = ("cached_acc", "audit_acc", "live_acc", "avg_turns", "efficiency", 
               "overfit_penalty")
 
 
-def add_head(repo, make_submission, login, route, generation=1, noise=0.0):
-    theta = head_theta(route, noise=noise)
+def add_head(repo, make_submission, login, route, generation=1, noise=0.0, own=None):
+    theta = head_theta(route, noise=noise, own=own)
     head = theta[: RULES.n_head_params].reshape(RULES.head_shape).astype(np.float32)
     return make_submission(repo, login, generation, head=head,
                            scales=np.ones(RULES.svf_scale_count, np.float32), rules=RULES)
@@ -211,12 +213,20 @@ def test_seed_king_from_a_maintainer_evaluation(world):
     assert tinyrouter(world, "leaderboard", "validate", "--repo", world["repo"]) == 0
 
 
+def public_items():
+    return [i for b in RULES.benchmarks for i in train_items(b)]
+
+
 def test_a_copy_that_moves_the_weights_but_not_the_decisions_is_caught(world, make_submission,
                                                                         capsys):
-    out, _, _ = evaluate(world, "alice", 1)
+    add_head(world["repo"], make_submission, "erin", SMART, own=0)  # a king with choices of its own
+    out, _, _ = evaluate(world, "erin", 1)
     tinyrouter(world, "leaderboard", "apply", out, "--repo", world["repo"])
-    head = head_theta(SMART)[: RULES.n_head_params].reshape(RULES.head_shape).astype(np.float32)
-    head[:3, 5] += np.array([3.0, -3.0, 0.0], np.float32)  # a direction the features barely use
+    head = head_theta(SMART, own=0)[: RULES.n_head_params].reshape(RULES.head_shape)
+    head = head.astype(np.float32)
+    original = fingerprint(head, 3)
+    head[:3, 5] += np.array([90.0, -90.0, 0.0], np.float32)  # where the features barely reach
+    assert fingerprint(head, 3) @ original < RULES.duplicate_cosine  # past gate 3's cosine
     make_submission(world["repo"], "carol", 1, head=head,
                     scales=np.ones(RULES.svf_scale_count, np.float32), rules=RULES)
 
@@ -224,23 +234,47 @@ def test_a_copy_that_moves_the_weights_but_not_the_decisions_is_caught(world, ma
         raise AssertionError("the hidden sets were opened for a copy")
 
     result = evaluate_submission(world["repo"], "submissions/carol/1", never, LinearRouter(),
-                                 FakePool(), RULES, pr=9, public_items=lambda: [
-                                     i for b in RULES.benchmarks for i in train_items(b)])
+                                 FakePool(), RULES, pr=9, public_items=public_items)
     assert result.outcome == "rejected"
-    assert result.reason.startswith("gate 3 (duplicate, behaviour)")
-    assert "picks the same model as the king on 1.000" in result.reason
+    assert result.reason.startswith("gate 3 (duplicate, behaviour): the head picks the same "
+                                    "model as the king on 100.0% of the 120 public train items")
+    own = re.search(r"of the (\d+) public items the king sends away from the model it picks "
+                    r"most for their category \(its own choices, in [^)]*\), the head makes "
+                    r"the same choice on (\d+) \(100%\)", result.reason)
+    assert own and own[1] == own[2] and int(own[1]) >= RULES.duplicate_own_items
+    assert "train it yourself" not in result.reason and "--seed" in result.reason
+
+
+def test_a_head_routing_like_a_category_router_is_no_copy_of_it(world, make_submission):
+    """Every default run converges on the category lookup: a head that routes exactly as a
+    king with no choices of its own (one model per category, which its router card shows)
+    is evaluated, whoever submitted that routing first."""
+    out, _, _ = evaluate(world, "alice", 1)  # SMART: one model per category
+    tinyrouter(world, "leaderboard", "apply", out, "--repo", world["repo"])
+    head = head_theta(SMART)[: RULES.n_head_params].reshape(RULES.head_shape).astype(np.float32)
+    head[:3, 5] += np.array([3.0, -3.0, 0.0], np.float32)
+    make_submission(world["repo"], "carol", 1, head=head,
+                    scales=np.ones(RULES.svf_scale_count, np.float32), rules=RULES)
+    result = evaluate_submission(world["repo"], "submissions/carol/1", make_sets,
+                                 LinearRouter(), FakePool(), RULES, pr=9,
+                                 public_items=public_items)
+    assert result.outcome == "lost", result.reason  # evaluated, and equal is no crown
 
 
 def lift_alices_pending_head(world, make_submission):
     """Alice's head passed its gates and waits in its open PR; carol copies it from there and
     adds weight where the features barely look, until gate 3's cosine lets it through."""
+    add_head(world["repo"], make_submission, "alice", SMART, generation=2, own=0)
+    shutil.rmtree(world["repo"] / "submissions" / "alice" / "1")
+    (world["repo"] / "submissions" / "alice" / "2").rename(
+        world["repo"] / "submissions" / "alice" / "1")
     alice = Submission(world["repo"], "submissions/alice/1", RULES)
     Store(world["repo"]).record_attempt(Attempt(
         miner="alice", generation=1, pr=1, head_sha="a" * 40, at="2026-11-28T10:00:00Z",
         weights_sha256=sha256_file(alice.folder / "weights.safetensors"), gates_passed=True,
         fingerprint=encode_fingerprint(fingerprint(alice.weights[0], 3), 3)))
     head = alice.weights[0].copy()
-    head[:3, 5] += np.array([1.0, -1.0, 0.0], np.float32)
+    head[:3, 5] += np.array([90.0, -90.0, 0.0], np.float32)
     assert fingerprint(head, 3) @ fingerprint(alice.weights[0], 3) < RULES.duplicate_cosine
     make_submission(world["repo"], "carol", 1, head=head,
                     scales=np.ones(RULES.svf_scale_count, np.float32), rules=RULES)
@@ -252,16 +286,16 @@ def evaluate_carol(world, earlier_dir=None):
 
     return evaluate_submission(world["repo"], "submissions/carol/1", never, LinearRouter(),
                                FakePool(), RULES, pr=9, earlier_dir=earlier_dir,
-                               public_items=lambda: [i for b in RULES.benchmarks
-                                                     for i in train_items(b)])
+                               public_items=public_items)
 
 
 def test_a_copy_of_a_pending_attempt_is_caught_by_its_routing(world, make_submission):
     lift_alices_pending_head(world, make_submission)
     result = evaluate_carol(world)
     assert result.outcome == "rejected"
-    assert result.reason.startswith("gate 3 (duplicate, behaviour)")
-    assert "the same model as the attempt of PR #1 (alice) on 1.000" in result.reason
+    assert result.reason.startswith("gate 3 (duplicate, behaviour): the head picks the same "
+                                    "model as the attempt of PR #1 (alice")
+    assert "the head makes the same choice on" in result.reason
 
 
 def test_an_earlier_head_that_could_not_be_fetched_is_listed_not_compared(
@@ -393,6 +427,36 @@ def test_the_recheck_judges_the_rate_limit_when_the_head_was_gated(world, make_s
     assert result.reason.startswith("gate 1 (rate limit)"), result.reason
 
 
+def test_without_a_head_commit_the_recheck_finds_the_attempt_by_its_pr_and_weights(world,
+                                                                                   capsys):
+    """Offline (the Maintaining guide's rehearsal) the gates record an attempt with no head
+    commit: its evaluation finds it by pull request and weights and charges no second slot;
+    a head the log cannot tell apart is refused before anything is written."""
+    from evaluator.errors import UsageError
+    from evaluator.files import format_time, utc_now
+
+    assert tinyrouter(world, "gates", "--repo", world["repo"], "--submission",
+                      "submissions/alice/1", "--author", "alice", "--pr", 10,
+                      "--now", format_time(utc_now()), "--record-attempt") == 0
+    assert Store(world["repo"]).attempts()[-1].head_sha is None
+    out = world["tmp"] / "r.json"
+    assert tinyrouter(world, "evaluate", "--repo", world["repo"], "--submission",
+                      "submissions/alice/1", "--benchmark-dir", world["sealed"], "--pr", 10,
+                      "--out", out, "--private-out", world["tmp"] / "p.json") == 0
+    assert json.loads(out.read_text())["outcome"] == "king"
+    out.unlink()
+    for pr in (11, None):  # another pull request, or none: which attempt is this head?
+        argv = [] if pr is None else ["--pr", pr]
+        assert tinyrouter(world, "evaluate", "--repo", world["repo"], "--submission",
+                          "submissions/alice/1", "--benchmark-dir", world["sealed"], *argv,
+                          "--out", out, "--private-out", world["tmp"] / "p.json") == 2
+        assert "records attempts of alice but none of" in capsys.readouterr().err
+        assert not out.exists()
+    with pytest.raises(UsageError, match="pass the --pr"):
+        evaluate_submission(world["repo"], "submissions/alice/1", never, LinearRouter(),
+                            FakePool(), RULES, pr=11)
+
+
 def test_require_gates_pass_needs_the_pr_and_head(world, capsys):
     code = tinyrouter(world, "evaluate", "--repo", world["repo"], "--submission",
                       "submissions/alice/1", "--benchmark-dir", world["sealed"],
@@ -448,3 +512,65 @@ def test_the_records_go_outside_the_repository_by_default(world, monkeypatch, ca
     assert (folder / "private.json").stat().st_mode & 0o777 == 0o600
     assert folder.stat().st_mode & 0o777 == 0o700
     assert f"private record (keep it private): {folder / 'private.json'}" in capsys.readouterr().out
+
+
+# Preflight: the behavioural check before a pull request ----------------------------------
+
+
+def collected(world, benches=None):
+    """The rows `tinyrouter collect` would write for the public train items."""
+    from evaluation_fakes import answered
+
+    data = world["tmp"] / "data"
+    data.mkdir(exist_ok=True)
+    for bench in RULES.benchmarks if benches is None else benches:
+        (data / f"{bench}.jsonl").write_text("".join(
+            json.dumps(answered(it).to_dict()) + "\n" for it in train_items(bench)))
+    return data
+
+
+def preflight(world, login, *extra):
+    return tinyrouter(world, "preflight", f"submissions/{login}/1", "--repo", world["repo"],
+                      "--author", login, *extra)
+
+
+def test_preflight_gives_the_evaluations_verdict_on_a_copy_and_on_a_convergent_head(
+        world, make_submission, capsys):
+    data = collected(world)
+    add_head(world["repo"], make_submission, "erin", SMART, own=0)
+    out, _, _ = evaluate(world, "erin", 1)
+    tinyrouter(world, "leaderboard", "apply", out, "--repo", world["repo"])
+    head = head_theta(SMART, own=0)[: RULES.n_head_params].reshape(RULES.head_shape)
+    head = head.astype(np.float32)
+    head[:3, 5] += np.array([90.0, -90.0, 0.0], np.float32)
+    make_submission(world["repo"], "carol", 1, head=head,
+                    scales=np.ones(RULES.svf_scale_count, np.float32), rules=RULES)
+    capsys.readouterr()
+    assert preflight(world, "carol", "--data", data) == 1
+    shown = capsys.readouterr().out
+    result = evaluate_submission(world["repo"], "submissions/carol/1", never, LinearRouter(),
+                                 FakePool(), RULES, pr=9, public_items=public_items)
+    assert "all gates passed" in shown and f"✗ {result.reason}\n" in shown
+    assert "the evaluation would reject this head before it opens the hidden sets" in shown
+    # bob routes one model per category, as a default run does: not a copy, here or there
+    assert preflight(world, "bob", "--data", data) == 0
+    shown = capsys.readouterr().out
+    assert "✓ gate 3 (duplicate, behaviour): routes like no earlier head (1 compared)" in shown
+    assert "the head picks the same model as the king on" in shown
+
+
+@pytest.mark.parametrize(("setup", "says"), [
+    ("no data", "holds 0 of the 120 public train items the evaluation compares heads on"),
+    ("one benchmark", "holds 40 of the 120 public train items"),
+    ("no model extra", "needs the model extra (torch is not installed"),
+])
+def test_preflight_says_in_one_line_what_it_cannot_run(world, capsys, monkeypatch, setup, says):
+    data = collected(world, ["math500"] if setup == "one benchmark" else [])
+    if setup == "no model extra":
+        data = collected(world)
+        monkeypatch.setitem(sys.modules, "torch", None)
+    capsys.readouterr()
+    assert preflight(world, "alice", "--data", data) == 0  # the gates decide; this never blocks
+    lines = [line for line in capsys.readouterr().out.splitlines() if "behaviour" in line]
+    assert len(lines) == 1 and lines[0].startswith(
+        "– gate 3 (duplicate, behaviour): not run here: ") and says in lines[0], lines

@@ -10,6 +10,7 @@ phone every verdict's outcome and composite in sight. Screenshots go to
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -134,6 +135,8 @@ def test_the_miners_search_finds_a_miner_without_a_page(servers, visitor):
     assert found.locator("h3").first.inner_text() == "ivan"
     assert [cell.inner_text() for cell in found.locator("tr td:nth-child(4)").all()] == [
         "lost", "void"]
+    interval = found.locator("tr td:nth-child(7)").first.inner_text()
+    assert re.fullmatch(r"[+-]\d\.\d\d \[[+-]\d\.\d\d, [+-]\d\.\d\d\]", interval), interval
     page.locator("#tr-miner-query").fill("<img src=x onerror=alert(1)>")
     assert found.locator("h3").first.inner_text() == "<img src=x onerror=alert(1)>"
     guest.check("busy-miners-search")

@@ -171,6 +171,10 @@ def test_kings_have_pages_and_every_miner_is_found_by_the_search(built_sites):
         assert f'href="{quote(page)}/"' in index
     ivan = next(m for m in found if m["id"] == "ivan")
     assert ivan["page"] is None and [v["outcome"] for v in ivan["verdicts"]] == ["lost", "void"]
+    # a loser's verdict carries its interval, as the Evaluations page shows it
+    lost = ivan["verdicts"][0]
+    low, high = lost["interval"]
+    assert low <= lost["difference"] <= high and lost["places"] == 2
     evaluations = (site / "evaluations/index.html").read_text(encoding="utf-8")
     assert 'href="../miners/?miner=ivan"' in evaluations
 
@@ -516,6 +520,23 @@ def test_the_board_can_be_followed_by_feed_and_badge(built_sites):
     assert 'type="application/atom+xml"' in (site / "history/index.html").read_text()
 
 
+def test_a_demo_sites_banner_names_every_rule_that_differs_from_the_official_ones(
+        tmp_path, make_state):
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"eval_size": 90, "audit_size": 60, "train_fraction": 0.8,
+                                 "encoder_id": str(tmp_path / "encoder")}))
+    out = tmp_path / "out"
+    assert main(["--competition", str(rules), "site", "build", "--leaderboard",
+                 str(make_state("busy")), "--out", str(out), "--demo"]) == 0
+    for page in (out / "index.html", out / "rules/index.html", out / "maintaining/index.html"):
+        banner = text_of(page).split("A demo board.", 1)[1].split("\n\n", 1)[0]
+        for says in ("eval_size 90 (official 150)", "audit_size 60 (official 300)",
+                     "pool_size 180 (official 300)", "train_fraction 0.8 (official 0.5)",
+                     f"encoder_id a tiny Qwen3 built locally (official {OFFICIAL.encoder_id})"):
+            assert says in banner, (page, banner)
+        assert str(tmp_path) not in banner  # no machine path
+
+
 def test_a_demo_site_on_a_project_pages_address(tmp_path, make_state):
     out = tmp_path / "out"
     assert main(["site", "build", "--leaderboard", str(make_state("busy")), "--out", str(out),
@@ -530,3 +551,59 @@ def test_a_demo_site_on_a_project_pages_address(tmp_path, make_state):
     feed = ElementTree.parse(out / "feed.xml").getroot()
     links = [link.get("href") for link in feed.iter("{http://www.w3.org/2005/Atom}link")]
     assert all(link.startswith("https://someone.github.io/tinyrouter/") for link in links)
+
+
+def measured(device):
+    """Figures as `tinyrouter dev costs` writes them for one device."""
+    return {"device": device, "dtype": "torch.float32", "threads": 2, "cores": 2, "load": 1.0,
+            "tokens": 256, "questions": 8, "candidates": 4, "repeats": 3, "forward_s": 0.5,
+            "prefix_s": 0.4, "tail_s": 0.05, "measured_at": "2026-12-07T12:00:00Z"}
+
+
+def test_the_guides_derive_their_costs_from_the_measured_figures(tmp_path, monkeypatch,
+                                                                  make_state):
+    import re
+
+    from evaluator.rules import OFFICIAL
+
+    shipped = tmp_path / "data"  # where the guides read the figures the studies wrote
+    shipped.mkdir()
+    (shipped / "costs.json").write_text(json.dumps({"format": 1,
+                                                    "devices": {"cpu": measured("cpu")}}))
+    monkeypatch.setattr("evaluator.resources.data_file", lambda name: shipped / name)
+    out = tmp_path / "site"
+    assert main(["site", "build", "--leaderboard", str(make_state("busy")), "--out",
+                 str(out)]) == 0
+
+    def text(page):
+        return " ".join(re.sub(r"<[^>]+>", " ", (out / page / "index.html").read_text()).split())
+
+    tails = OFFICIAL.train_generations * OFFICIAL.train_popsize * OFFICIAL.train_minibatch
+    assert (f"{tails:,} × 0.050 s ≈ {round(tails * 0.05 / 3600, 1)} hours"
+            in text("submitting"))
+    items = len(OFFICIAL.benchmarks) * (OFFICIAL.pool_size + OFFICIAL.audit_size)
+    live = 2 * len(OFFICIAL.benchmarks) * OFFICIAL.live_size * OFFICIAL.max_turns
+    minutes = round((items * 0.4 + 2 * items * 0.05 + live * 0.5) / 60, 1)
+    assert f"≈ {minutes} minutes of encoder time on the cpu" in text("maintaining")
+    assert "dev costs --device cuda" in text("maintaining")  # the GPU, not measured here
+
+
+def test_the_reference_guide_shows_the_demos_stage_times_from_a_run(tmp_path, monkeypatch,
+                                                                   make_state):
+    import re
+
+    times = {"format": 1, "repeats": 3, "cores": 2, "measured_at": "2026-12-07T12:00:00Z",
+             "load": [[0.1, 0.9]] * 3, "total": {"wall_s": 88.5, "cpu_s": 101.2},
+             "stages": [{"title": "seal the hidden benchmark", "wall_s": 20.5, "cpu_s": 30.1}]}
+    shipped = tmp_path / "data"
+    shipped.mkdir()
+    (shipped / "demo-times.json").write_text(json.dumps(times))
+    monkeypatch.setattr("evaluator.resources.data_file", lambda name: shipped / name)
+    out = tmp_path / "site"
+    assert main(["site", "build", "--leaderboard", str(make_state("busy")), "--out",
+                 str(out)]) == 0
+    page = " ".join(re.sub(r"<[^>]+>", " ", (out / "reference/index.html").read_text()).split())
+    assert "the median of 3 run(s) on 2 cores, 2026-12-07" in page
+    assert "0.1 / 0.9, 0.1 / 0.9, 0.1 / 0.9" in page
+    assert "seal the hidden benchmark 20.5 30.1" in page
+    assert "the whole demo 88.5 101.2" in page

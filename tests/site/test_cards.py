@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import warnings
 from datetime import UTC, datetime, timedelta
 
+import matplotlib.dates
 import pytest
 from conftest import CATEGORIES, COST_PER_1K
 
@@ -169,6 +171,36 @@ def test_the_history_axis_shows_dates_once_each_and_runs_to_now(span_minutes, fr
     assert bottom.get_xlabel() == "date (UTC)"
     step = top.lines[0]
     assert step.get_xdata()[-1] == now  # the king's line reaches "now", not the axis' end
+    left, right = (matplotlib.dates.num2date(x) for x in bottom.get_xlim())
+    assert (right - now) / (right - left) < 0.03  # the axis ends at now, however short the reign
+
+
+@pytest.mark.parametrize("frame", FRAMES, ids=lambda f: f.name)
+@pytest.mark.parametrize("costs", [(0.03, 0.12), (0.031, 0.078), (1.2, 3.4), (12.0, 180.0),
+                                   (0.001, 0.5)])
+def test_each_cost_tick_says_the_value_it_marks(costs, frame):
+    from evaluator.site.charts import cost_svg
+
+    points = [CostPoint("model", name, 0.5 + 0.1 * i, cost)
+              for i, (name, cost) in enumerate(zip("ab", costs, strict=True))]
+    svg = cost_svg(points, None, frame)
+    ticks = re.findall(r'<g id="xtick_\d+">.*?<text[^>]*>([^<]*)</text>', svg, re.S)
+    labels = [t for t in ticks if t[:1].isdigit()]  # a tick without text reads the next one
+    assert len(labels) >= 2 and len(set(labels)) == len(labels), labels
+    values = [float(t.replace(",", "")) for t in labels]
+    steps = {round(b - a, 9) for a, b in itertools.pairwise(values)}
+    assert len(steps) == 1 or costs[1] / costs[0] > 20, labels  # evenly spaced, evenly labelled
+
+
+def test_category_labels_are_cut_but_never_alike():
+    from evaluator.site.charts import distinct_short
+
+    names = ["high_school_chemistry", "high_school_computer_science", "high_school_mathematics",
+             "high_school_macroeconomics", "algebra"]
+    short = distinct_short(names)
+    assert len(set(short)) == len(names) and short[-1] == "algebra"
+    for name, cut in zip(names, short, strict=True):
+        assert name.startswith(cut.rstrip("…")) and len(cut) < len(name) + 1
 
 
 def test_a_mix_bar_of_a_handful_of_items_holds_counts_not_shares():

@@ -5,31 +5,35 @@ from evaluator.rules import OFFICIAL
 from evaluator.studies.agreement import summary
 
 
-def report(high, copies):
-    return {"heads": 4, "generations": 30, "items": 225, "seconds": 1.0,
-            "independent": {"min": 0.57, "median": 0.63, "max": high},
-            "copies": copies, "lowest_copy_past_gate_3": 0.76,
-            "threshold": 0.88, "suggested_threshold": round(high + 0.10, 2)}
+def report(flagged, copies):
+    return {"heads": 6, "generations": 6, "items": 408, "seconds": 1.0,
+            "independent": {"max_cosine": 0.9954, "max_agreement": 1.0, "max_own_share": 0.508,
+                            "flagged": flagged},
+            "copies": copies,
+            "thresholds": {"duplicate_cosine": 0.9999, "duplicate_agreement": 0.88,
+                           "duplicate_own_share": 0.61, "duplicate_own_items": 10},
+            "suggested": {"duplicate_cosine": 0.9996, "duplicate_own_share": 0.61}}
 
 
-def row(agreement, cosine, gate_3, behaviour):
-    return {"min_agreement": agreement, "max_cosine": cosine, "caught_by_gate_3": gate_3,
-            "caught_by_behaviour": behaviour}
+def row(cosine, agreement, own, gate_3, behaviour, with_own=6):
+    return {"min_cosine": cosine, "min_agreement": agreement, "min_own_share": own,
+            "caught_by_gate_3": gate_3, "caught_by_behaviour": behaviour,
+            "with_own_choices": with_own, "of": 6}
 
 
 def test_the_summary_says_which_check_catches_each_copy_and_whether_honest_heads_are_safe():
-    lines = summary(report(0.778, {
-        "roles permuted": row(1.0, 1.0, True, True),
-        "evading, cosine 0.98": row(0.911, 0.98, False, True),
-        "evading, cosine 0.8": row(0.760, 0.8, False, False)}))
+    lines = summary(report([], {
+        "roles permuted": row(1.0, 1.0, 1.0, 6, 0),
+        "evading, cosine 0.99": row(0.99, 0.985, 0.932, 0, 2, with_own=2),
+        "evading, cosine 0.8": row(0.8, 0.762, 0.814, 0, 0, with_own=2)}))
     text = "\n".join(lines)
-    assert "roles permuted" in text and "caught by gate 3" in text
-    assert "caught by the behavioural check" in text
-    assert "passes both: routes differently on 24% of items" in text
-    assert lines[-1].startswith("the behavioural threshold 0.88 never flags an independent pair")
-    assert lines[-1].endswith("0.88")
-    flagged = summary(report(0.9, {}))[-1]
-    assert "FLAGS" in flagged
+    assert "roles permuted" in text and "gate 3 6, behaviour 0, neither 0 of 6" in text
+    assert "gate 3 0, behaviour 2, neither 4 of 6 (4 of the originals make no own choices)" in text
+    assert "own choices made up to 0.508" in text
+    assert lines[-1].startswith("the thresholds in force (cosine 0.9999, same model 0.88, own "
+                                "choices 0.61) flags no independent pair")
+    assert lines[-1].endswith("suggests cosine 0.9996 and own choices 0.610")
+    assert "FLAGS 1 independent pair(s)" in summary(report([["a", "b"]], {}))[-1]
 
 
 @pytest.mark.slow
@@ -38,8 +42,8 @@ def test_a_small_measurement_runs_end_to_end(tmp_path, capsys):
     assert main(["dev", "agreement", "--heads", "2", "--generations", "2", "--limit", "6",
                  "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "independent pairs agree on" in text and "exact" in text
-    assert f"the behavioural threshold {OFFICIAL.duplicate_agreement}" in text
+    assert "independent pairs: gate 3 cosine up to" in text and "exact" in text
+    assert f"(cosine {OFFICIAL.duplicate_cosine}, same model {OFFICIAL.duplicate_agreement}" in text
     assert out.stat().st_size > 0
 
 

@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -337,18 +338,24 @@ def test_train_command_runs_and_resumes(tmp_path, monkeypatch, capsys):
             "--run-name", "r1", "--data", str(data), "--experiments", str(tmp_path / "exp"),
             "--popsize", "6", "--minibatch", "20", "--no-progress", "--role-rows", "0"]
     assert main([*argv, "--generations", "2"]) == 0
-    assert main([*argv, "--generations", "3", "--resume"]) == 0
+    drawn = re.search(r"^seed (\d+) \(drawn for this run; --seed \1 trains it again\)$",
+                      capsys.readouterr().out, re.M)
+    assert drawn  # two miners' default runs differ: each draws its own seed
+    assert main([*argv, "--generations", "3", "--resume"]) == 0  # and a resume reads it back
     history = json.loads((tmp_path / "exp" / "r1" / "history.json").read_text())
     assert len(history["generations"]) == 3
     out = capsys.readouterr().out
+    assert "drawn for this run" not in out
+    recorded = json.loads((tmp_path / "exp" / "r1" / "summary.json").read_text())
+    assert recorded["optimizer"]["seed"] == int(drawn[1])
     assert f"tinyrouter --competition {competition} pack --run-dir" in out
     summary = json.loads((tmp_path / "exp" / "r1" / "summary.json").read_text())
     kept = summary["selection"]["kept_after"]
     assert ("kept the start, fitted again on every training row: no generation led it beyond "
             f"chance on the {summary['selection']['rows']} rows set aside" if kept == 0
             else f"kept the head after generation {kept} of 3") in out
-    # a kept start is what anyone's default run comes close to: the run says what gate 3 makes of it
-    assert kept != 0 or "the start imitates the category lookup, which any miner's run" in out
+    # a kept start is what anyone's default run converges on: the run says so
+    assert kept != 0 or "the category lookup, which any miner's default run" in out
     assert main([*argv, "--run-name", "r3", "--generations", "2", "--select", "0"]) == 0
     assert "kept the head after the last generation (2): no rows set aside" in \
         capsys.readouterr().out
