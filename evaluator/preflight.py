@@ -76,19 +76,6 @@ def public_items_from(data: Path, repo: Path, rules: Competition) -> list[Item]:
     return items
 
 
-def at_hand(folders: Path, attempts: list[Attempt]) -> tuple[list[Attempt], list[Attempt]]:
-    """The attempts whose folder in `folders` holds the weights they recorded, and the rest."""
-    found, missing = [], []
-    for attempt in attempts:
-        weights = folders / submission_path(attempt.miner, attempt.generation) / WEIGHTS_FILE
-        try:
-            same = sha256_file(weights) == attempt.weights_sha256
-        except OSError:
-            same = False
-        (found if same else missing).append(attempt)
-    return found, missing
-
-
 def preview_behaviour(repo: Path, challenger: Contender, rules: Competition, data: Path,
                       encoder: str | None = None, earlier_dir: Path | None = None,
                       weights_sha256: str | None = None,
@@ -113,16 +100,16 @@ def preview_behaviour(repo: Path, challenger: Contender, rules: Competition, dat
                                   rules)
         attempts = (earlier_attempts(store, challenger.miner, None, None, reigning,
                                      weights_sha256 or "") if challenger.miner else [])
-        here, skipped = at_hand(earlier_dir or repo, attempts)
+        earlier, missing = earlier_contenders(attempts, rules, repo=earlier_dir or repo)
         if router is None:
             from evaluator.coordinator.router import load_router
 
             router = load_router(encoder or rules.encoder_id, rules)
-        public = public_routing(challenger, king, router, items,
-                                earlier_contenders(earlier_dir or repo, here, rules))
+        public = public_routing(challenger, king, router, items, earlier)
     except TinyRouterError as exc:
         return BehaviourPreview(not_run=str(exc))
-    return BehaviourPreview(behaviour_reason(public, rules), public.compared, tuple(skipped))
+    return BehaviourPreview(behaviour_reason(public, rules), public.compared,
+                            tuple(attempt for _, attempt in missing))
 
 
 def preview_submission(repo: Path, relpath: str, rules: Competition, data: Path,

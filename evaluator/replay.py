@@ -13,7 +13,8 @@ each published verdict against them, in this order, and names the first differen
 4. `grade`: each cached grade is the revealed answer's, of the model the head picked;
 5. `figure`: `evaluate.decide` (the crown test of `verdict.judge`) on those measurements gives
    the published record exactly: the outcome, each composite, Δ, the interval, the crown
-   test's figures, every benchmark's components and the metered cost.
+   test's figures, every benchmark's components and the metered cost; then every figure the
+   revealed record keeps, at full precision, a loss's hidden ones included.
 
 What it takes as recorded: each live session's grade (the transcripts are not kept, only what
 the verdict read) and a king's router card (its routing on the public items and the sessions'
@@ -46,12 +47,12 @@ from evaluator.evaluate import (
 )
 from evaluator.files import loads_finite, parse_time, write_json
 from evaluator.leaderboard import check_private
-from evaluator.records import DECISIVE, PUBLIC_FIELDS, HeadRecord, HeadRef, Result
+from evaluator.records import DECISIVE, KING, PUBLIC_FIELDS, HeadRecord, HeadRef, Result
 from evaluator.rules import CACHED_SETS, LIVE_SPLIT, PARTITION, SEALED_SPLITS, Competition
 from evaluator.verdict import MORE
 
 EVALUATIONS_DIR = "evaluations"  # in it: evaluations/<miner>/<generation>.json, private records
-NOT_REPLAYED = ("router_card", "isolation")  # published fields no verdict computes
+NOT_REPLAYED = ("router_card", "isolation", "not_compared")  # fields no verdict computes
 RECORD, COMMITMENT, ITEMS, GRADE, FIGURE = "record", "commitment", "items", "grade", "figure"
 CHECKS = (RECORD, COMMITMENT, ITEMS, GRADE, FIGURE)
 
@@ -245,7 +246,8 @@ def replay(published: Result, record: Result | None, sets: Mapping[str, Any],
         return Replayed(published, None, stop.difference)
     result = dataclasses.replace(result, **{name: getattr(published, name)
                                             for name in NOT_REPLAYED})
-    return Replayed(published, result, first_difference(published, result, rules))
+    return Replayed(published, result, first_difference(published, result, rules)
+                    or unlike_record(record, result, rules))
 
 
 def _rederive(published: Result, record: Result | None, sets: Mapping[str, Any],
@@ -353,7 +355,23 @@ def first_difference(published: Result, replayed: Result, rules: Competition
     """The first published figure the replayed record does not give exactly, or None."""
     precision = rules.disclosure_precision
     shown, derived = figures(published.public(precision)), figures(replayed.public(precision))
+    return _first(shown, derived, "")
+
+
+def unlike_record(record: Result, replayed: Result, rules: Competition) -> Difference | None:
+    """The first figure the revealed record keeps that the replay does not give exactly: every
+    figure a king publishes, at full precision, a loss's included (what the disclosure rule
+    hid is checked once it is revealed)."""
+    def kept(result: Result) -> dict[str, Any]:
+        whole = dataclasses.replace(result, outcome=KING)
+        return figures({**whole.public(rules.disclosure_precision), "outcome": result.outcome})
+
+    return _first(kept(record), kept(replayed), "the revealed record's ")
+
+
+def _first(shown: Mapping[str, Any], derived: Mapping[str, Any], whose: str
+           ) -> Difference | None:
     for where in dict.fromkeys([*shown, *derived]):
         if shown.get(where) != derived.get(where) or (where in shown) != (where in derived):
-            return Difference(FIGURE, where, shown.get(where), derived.get(where))
+            return Difference(FIGURE, f"{whose}{where}", shown.get(where), derived.get(where))
     return None

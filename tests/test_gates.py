@@ -466,7 +466,7 @@ def test_the_evaluations_re_check_lets_the_original_through_and_stops_the_copy(r
                                                                              make_submission):
     """The copy's gates job recorded first, the original's after; at evaluation each head is
     judged against every head GitHub showed before it, however late its line."""
-    from evaluator.gates import recheck
+    from evaluator.recheck import recheck
 
     store = Store(repo)
     head, scales = read_weights(make_submission(repo, "alice", 1, seed=5)

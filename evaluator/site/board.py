@@ -10,9 +10,9 @@ those significantly worse: every place the evidence allows, so heads no comparis
 share places. Unpaired intervals are never compared (two heads' composites were measured on
 different items).
 
-Figures. A king's are public; a loser's composite and the interval of its difference to the
-king are published rounded and its components hidden (the disclosure rule), until the season
-retires: then `replay` re-derives every verdict from the revealed records, and a reproduced
+Figures. A king's are public; a loser's composite is published rounded, its components and
+its crown test hidden (the disclosure rule: no interval, no z, so a loss separates no heads),
+until the season retires: then `replay` re-derives every verdict from the revealed records, and a reproduced
 one's row fills in at full precision. A verdict the replay could not reproduce keeps its
 published figures and says so.
 """

@@ -24,7 +24,8 @@ KING = {**IDENTITY, "outcome": "king", "composite": 0.7134, "king_composite": 0.
         "delta": 0.0234, "ci95": [0.005, 0.055], "reason": None,
         "per_benchmark": {b: part(0.7134) for b in BENCHES}, "live_cost_usd": 0.41}
 FIRST = {**KING, "king_composite": None, "delta": None, "ci95": None}
-LOST = {**IDENTITY, "outcome": "lost", "composite": 0.7, "delta": 0.01, "ci95": [-0.02, 0.04]}
+LOST = {**IDENTITY, "outcome": "lost", "composite": 0.7, "delta": 0.01, "ci95": None,
+        "crown_test": {"stage": 1, "live_items": 20, "live_sessions": 120}}
 REJECTED = {**IDENTITY, "outcome": "rejected", "composite": None, "delta": None,
             "reason": f"gate 4 (receipt): receipt.json: miner is {HOSTILE}"}
 
@@ -36,13 +37,13 @@ REJECTED = {**IDENTITY, "outcome": "rejected", "composite": None, "delta": None,
     ("comment", KING, ["is the new king", "+0.0234", "0.6900", "+0.0050 to +0.0550"]),
     ("summary", FIRST, ["no king reigned"]),
     ("comment", FIRST, ["**0.7134**"]),
-    # a loss: the composite, the delta, its interval and what it missed, at two decimals
-    ("summary", LOST, ["Not crowned", "0.70", "+0.01", "-0.02 to +0.04", "+0.02",
-                       "tells it from chance"]),
-    ("summary", {**LOST, "crown_test": {"stage": 2, "difference": 0.01, "se": 0.01, "z": 1.0,
-                                        "live_items": 60, "live_sessions": 360}},
-     ["Not crowned after live stage 2 of 2", "is short of the margin"]),
-    ("comment", LOST, ["did not take the crown", "+0.01", "-0.02 to +0.04"]),
+    # a loss: the composite, the delta and what it missed, at two decimals; none of its crown
+    # test's figures (they read the never-published audit)
+    ("summary", LOST, ["Not crowned", "0.70", "+0.01", "the crown test's figures read the items "
+                       "never published: a loss shows none", "+0.02", "tells it from chance"]),
+    ("summary", {**LOST, "crown_test": {"stage": 2, "live_items": 60, "live_sessions": 360}},
+     ["Not crowned after live stage 2 of 2", "did not show a lead of \\+0.02 or more"]),
+    ("comment", LOST, ["did not take the crown", "+0.01", "a loss shows none"]),
     # a rejection: the gate and its reason
     ("summary", REJECTED, ["Rejected", "gate 4 \\(receipt\\)"]),
     ("comment", REJECTED, ["was rejected", "No score is published"]),
@@ -51,6 +52,7 @@ def test_reports_say_what_the_outcome_allows(template, result, says):
     text = render_result(template, result, OFFICIAL)
     for phrase in says:
         assert phrase in text
+    assert "&#39;" not in text and "&amp;" not in text  # Markdown, not HTML: quotes stay quotes
     if result["outcome"] != "king":
         assert "0.812" not in text and "novelty" not in text and "cached" not in text
     if result["outcome"] == "lost":  # nothing finer than the disclosure precision

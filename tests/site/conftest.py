@@ -145,7 +145,7 @@ class Board:
                           delta=None if king is None else round(composite - king_composite, 4),
                           ci95=[0.004, 0.058] if king else None, benchmark_manifest="f" * 64,
                           partition_commitment="c" * 64,
-                          crown_test={"stage": 1, "difference": 0.031, "se": 0.0105, "z": 2.95,
+                          crown_test={"stage": 1, "difference": 0.035, "se": 0.0105, "z": 3.33,
                                       "live_items": 20, "live_sessions": 120} if king else None)
         if outcome == "king":
             with_card = self.cards if card is None else card
