@@ -48,7 +48,7 @@ from evaluator.evaluate import (
 from evaluator.files import loads_finite, parse_time, write_json
 from evaluator.leaderboard import check_private
 from evaluator.records import DECISIVE, KING, PUBLIC_FIELDS, HeadRecord, HeadRef, Result
-from evaluator.rules import CACHED_SETS, LIVE_SPLIT, PARTITION, SEALED_SPLITS, Competition
+from evaluator.rules import CACHED_SETS, LIVE_SPLIT, SEALED_SPLITS, Competition
 from evaluator.verdict import MORE
 
 EVALUATIONS_DIR = "evaluations"  # in it: evaluations/<miner>/<generation>.json, private records
@@ -261,7 +261,8 @@ def _rederive(published: Result, record: Result | None, sets: Mapping[str, Any],
     stages = live_stages(sets, partition.seed, rules)
     best = {bench: best_model(pool_rows(sets, bench), rules) for bench in rules.benchmarks}
     graded = {bench: {split: [r.answers[best[bench]].correct for r in halves[bench][split]]
-                      for split in PARTITION} for bench in rules.benchmarks}
+                      for split in CACHED_SETS if split in halves[bench]}
+              for bench in rules.benchmarks}
     runs = [_checked(head, who, halves, stages, rules) for who, head in
             (("the challenger", record.challenger_run), ("the king", record.king_run))
             if head is not None]
