@@ -129,10 +129,13 @@ def refund_spent(head: Attempt, attempts: Sequence[Attempt], refunded_now: froze
     """The later attempt of the same miner that passed the rate limit only because `head`'s
     slot was refunded, if any: counting `head` again would put that one over the limit (two
     evaluations for one slot)."""
-    mine = [a for a in attempts if a.miner.lower() == head.miner.lower()
-            and a.head_sha not in refunded_now and (a.pr, a.head_sha) != (head.pr, head.head_sha)]
-    for later in (a for a in mine if a.time > head.time):
-        counted: list[datetime] = [a.time for a in mine if a.time < later.time] + [head.time]
+    # later means a later line of the log (the gates append as they pass), not a later second
+    at = next((n for n, a in enumerate(attempts) if (a.pr, a.head_sha) == (head.pr, head.head_sha)),
+              -1)
+    mine = [(n, a) for n, a in enumerate(attempts) if a.miner.lower() == head.miner.lower()
+            and a.head_sha not in refunded_now and n != at]
+    for n, later in ((n, a) for n, a in mine if n > at):
+        counted: list[datetime] = [a.time for m, a in mine if m < n] + [head.time]
         if slot_opens(counted, later.time, rules) is not None:
             return later
     return None
