@@ -1,6 +1,9 @@
 import dataclasses
 import json
 import shlex
+import shutil
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,8 +31,21 @@ class Features:
         return f / np.linalg.norm(f, axis=1, keepdims=True)
 
 
+_TRAINED: dict = {}  # (rules, generations, cost) → a run trained once in this process
+
+
 def trained_run(folder, rules=OFFICIAL, generations=3, cost=0.42):
-    """A finished run in `folder`, trained on data whose collection cost `cost` dollars."""
+    """A finished run in `folder`, trained on data whose collection cost `cost` dollars: each
+    kind trained once per process and copied (a test may break its copy as it likes)."""
+    key = (rules, generations, cost)
+    if key not in _TRAINED:
+        _TRAINED[key] = _train(Path(tempfile.mkdtemp(prefix="trained-")) / "run", rules,
+                               generations, cost)
+    shutil.copytree(_TRAINED[key], folder)
+    return folder
+
+
+def _train(folder, rules, generations, cost):
     rows = [AnsweredItem(Item(BENCHES[i % 3], f"q{i}", f"question {i}", "1"),
                          {m: ModelAnswer("…", (i + j) % 3 == 0)
                           for j, m in enumerate(rules.pool_names)}) for i in range(30)]
