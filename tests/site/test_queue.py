@@ -157,7 +157,15 @@ def test_the_queue_page(built_sites):
     assert "No attempt has been settled yet" in empty
 
 
-@pytest.mark.slow
+def queue_page(board) -> str:
+    """The Queue page as the site generates it (its Markdown; MkDocs only renders it)."""
+    from evaluator.site.pages import generate
+    from evaluator.site.state import load_state
+
+    return generate(load_state(board), OFFICIAL).pages["queue.md"]
+
+
+@pytest.mark.slow  # the busy board's pages generated
 def test_a_store_with_queue_events_shows_what_is_being_evaluated(tmp_path, make_state,
                                                                  monkeypatch):
     from evaluator.store import Store
@@ -168,18 +176,16 @@ def test_a_store_with_queue_events_shows_what_is_being_evaluated(tmp_path, make_
     monkeypatch.setattr(Store, "queue_events", lambda self: [
         {"event": "evaluating", "miner": "judy", "generation": judy.generation, "pr": judy.pr,
          "head_sha": judy.head_sha, "at": judy.at}], raising=False)
-    site = build_site(tmp_path / "public", board, OFFICIAL)
-    page = article_of(site / "queue/index.html")
+    page = queue_page(board)
     assert "being evaluated" in page.split("Next slots")[0]
     assert "waiting for approval" in page  # the legend, now that the two can be told apart
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # the busy board's pages generated
 def test_a_store_without_queue_events_says_waiting_for_evaluation(tmp_path, make_state,
                                                                   monkeypatch):
     monkeypatch.delattr(Store, "queue_events", raising=False)
-    site = build_site(tmp_path / "public", make_state("busy"), OFFICIAL)
-    page = article_of(site / "queue/index.html")
+    page = queue_page(make_state("busy"))
     assert "waiting for evaluation" in page.split("Next slots")[0]
     assert "being evaluated" not in page and "waiting for approval" not in page
 
