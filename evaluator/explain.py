@@ -16,6 +16,7 @@ from typing import Any
 from evaluator.gates import GATES
 from evaluator.records import KING, LOST, REJECTED, STALE, VOID, WITHDRAWN, Attempt, Result
 from evaluator.rules import Competition
+from evaluator.verdict import reaches_margin
 
 FULL_PLACES = 4  # a king's figures are published in full; shown to this many decimals
 GATE_WHY = {  # gate name → what stopping there means, in the miner's words
@@ -124,7 +125,7 @@ def _tested_sentence(outcome: str, delta: float | None, test: dict[str, Any], pl
     """The verdict of a record that carries its crown test (`evaluator.verdict`)."""
     stages = len(rules.live_stages)
     stage = int(test["stage"])
-    bar = rules.crown_z_final if stage >= stages else rules.crown_z_first
+    bar = rules.crown_bar(stage)
     where = f"after live stage {stage} of {stages}"
     if "z" not in test:  # a loss: where its test ended, none of its figures
         return (f"Not crowned {where}: the crown test did not show a lead of "
@@ -137,7 +138,7 @@ def _tested_sentence(outcome: str, delta: float | None, test: dict[str, Any], pl
         return (f"Crowned {where}: {over}the difference without the overfit factor, "
                 f"{difference}, reaches the margin of {rules.win_margin:+g} and its z of {z} "
                 f"clears {bar}.")
-    if test["difference"] < rules.win_margin - 1e-9:
+    if not reaches_margin(test["difference"], rules):
         return (f"Not crowned {where}: the difference without the overfit factor, "
                 f"{difference}, is short of the margin of {rules.win_margin:+g}.")
     return (f"Not crowned {where}: the difference {difference} reaches the margin, but its z "

@@ -224,13 +224,21 @@ def evidence(challenger: Mapping[str, Measured], king: Mapping[str, Measured],
                     math.sqrt(sum(p.cached_var + p.live_var for p in parts)) / n)
 
 
+def reaches_margin(difference: float, rules: Competition) -> bool:
+    """Whether the crown test's difference reaches `win_margin`."""
+    return difference >= rules.win_margin - TOLERANCE
+
+
+def crowns(stage: int, difference: float, z: float, rules: Competition) -> bool:
+    """The crown rule: the difference reaches the margin and z exceeds the stage's bar."""
+    return reaches_margin(difference, rules) and z > rules.crown_bar(stage)
+
+
 def evidence_outcome(ev: Evidence, rules: Competition) -> str:
     """KING, LOST or MORE for the evidence after its stage."""
-    last = ev.stage >= len(rules.live_stages)
-    margin = ev.difference >= rules.win_margin - TOLERANCE
-    if margin and ev.z > (rules.crown_z_final if last else rules.crown_z_first):
+    if crowns(ev.stage, ev.difference, ev.z, rules):
         return KING
-    if last or ev.z <= rules.lose_z_first:
+    if ev.stage >= len(rules.live_stages) or ev.z <= rules.lose_z_first:
         return LOST
     return MORE
 
@@ -238,10 +246,7 @@ def evidence_outcome(ev: Evidence, rules: Competition) -> str:
 def published_crowns(test: Mapping[str, float], rules: Competition, slack: float = 0.0) -> bool:
     """Whether a published crown test (`Evidence.to_dict`) crowns, giving it `slack` on each
     figure (a loss is published rounded)."""
-    last = int(test["stage"]) >= len(rules.live_stages)
-    crown_z = rules.crown_z_final if last else rules.crown_z_first
-    return bool(test["difference"] + slack >= rules.win_margin - TOLERANCE
-                and test["z"] + slack > crown_z)
+    return crowns(int(test["stage"]), test["difference"] + slack, test["z"] + slack, rules)
 
 
 # ---------------------------------------------------------------- the verdict
@@ -298,8 +303,7 @@ def _composite(side: Mapping[str, Measured], novelties: Mapping[str, float],
 
 
 def _reason(outcome: str, ev: Evidence, rules: Competition) -> str:
-    last = ev.stage >= len(rules.live_stages)
-    crown_z = rules.crown_z_final if last else rules.crown_z_first
+    crown_z = rules.crown_bar(ev.stage)
     where = f"after live stage {ev.stage} of {len(rules.live_stages)}"
     if outcome == KING:
         return (f"crowned {where}: the difference {ev.difference:+.4f} reaches the margin of "
@@ -307,7 +311,7 @@ def _reason(outcome: str, ev: Evidence, rules: Competition) -> str:
     if outcome == MORE:
         return (f"undecided {where}: z of {ev.z:.2f} is above {rules.lose_z_first} but not "
                 f"above {crown_z}; the rest of the live split is played")
-    if ev.difference < rules.win_margin - TOLERANCE:
+    if not reaches_margin(ev.difference, rules):
         short = f"the difference {ev.difference:+.4f} is short of the margin of {rules.win_margin}"
     else:
         short = f"z of {ev.z:.2f} does not exceed {crown_z}"
@@ -399,8 +403,10 @@ def walk_through(rules: Competition, cached: tuple[int, int] = (5, 3),
              ) -> dict[str, object]:
         mine, king = (through_stage(h, stage, rules) for h in heads)
         decided = judge(mine, king, novelties, rules, stage=stage)
-        assert decided.evidence is not None  # a king was given
-        return {"outcome": str(decided.outcome), **decided.evidence.to_dict()}
+        ev = decided.evidence
+        assert ev is not None  # a king was given
+        return {"outcome": str(decided.outcome), **ev.to_dict(), "bar": rules.crown_bar(stage),
+                "reaches_margin": reaches_margin(ev.difference, rules)}
 
     return {"cached": cached, "first": first,
             "stage1": step(worked_match(cached, first, (0, 0), rules), 1),
