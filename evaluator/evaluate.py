@@ -73,7 +73,6 @@ from evaluator.verdict import MORE, Verdict, judge, measured, overfit_reason
 
 log = logging.getLogger(__name__)
 CHALLENGER_LABEL, KING_LABEL = "challenger", "king"  # whose numbers a log line gives
-OVERFIT_GATE = "gate 5 (overfit)"
 
 
 Sets = Mapping[str, Mapping[str, Sequence[Any]]]
