@@ -50,11 +50,7 @@ import numpy as np
 
 from evaluator.records import KING, REJECTED, disclosed
 from evaluator.rules import Competition
-from evaluator.scoring import (
-    TOLERANCE,
-    judge_gap,
-    overfit_gap,
-)
+from evaluator.scoring import TOLERANCE
 from evaluator.simulation import (
     INDEPENDENT,
     REFERENCE_ACCURACY,
@@ -73,7 +69,6 @@ from evaluator.simulation import (
     improved,
     improvement_slope,
     match,
-    measure,
     memorised,
     memorised_share,
     novelties,
@@ -155,22 +150,19 @@ def memorisation_rates(matrix: Matrix, rules: Competition, trials: int,
     on any benchmark, and its mean lead over the best single model on the pool's items (the
     eval half and the rest, which the gate reads) and on the never-published audit items."""
     rows: dict[str, list[tuple[bool, bool, float, float]]] = {"router": [], "memoriser": []}
+    novelty = dict.fromkeys(rules.benchmarks, rules.novelty_without_king)
     for _ in range(trials):
         hidden = draw_hidden(matrix, rules, rng)
         halves = draw_halves(rules, rng)
         honest = router(hidden, rules)
         heads = {"router": honest, "memoriser": memorised(honest, hidden, 1.0, rules, rng)}
         for name, head in heads.items():
-            found = []
-            for bench in rules.benchmarks:
-                m = measure(hidden, head, halves, bench)
-                verdict = judge_gap(float(overfit_gap(m, rules)), rules)
-                found.append((verdict.penalty < 1.0, verdict.rejected,
-                              float(m.public_lead().mean()),
-                              float((m.audit_correct - m.audit_best).mean())))
-            rows[name].append((any(f[0] for f in found), any(f[1] for f in found),
-                               float(np.mean([f[2] for f in found])),
-                               float(np.mean([f[3] for f in found]))))
+            s = score(hidden, head, halves, novelty, rules)
+            rows[name].append((any(s.penalised.values()), s.rejected,
+                               float(np.mean([m.public_lead().mean()
+                                              for m in s.measured.values()])),
+                               float(np.mean([(m.audit_correct - m.audit_best).mean()
+                                              for m in s.measured.values()]))))
     rates = {name: {"penalty": _rate([r[0] for r in got]), "reject": _rate([r[1] for r in got]),
                     "pool_lead": float(np.mean([r[2] for r in got])),
                     "audit_lead": float(np.mean([r[3] for r in got]))}

@@ -33,15 +33,13 @@ import numpy as np
 
 from evaluator.baselines import matrix_from_json
 from evaluator.errors import BaselineError
-from evaluator.records import KING
+from evaluator.records import KING, REJECTED
 from evaluator.rules import ROLES, Competition
 from evaluator.scoring import (
     Measured,
-    composite,
     judge_gap,
     novelty,
     overfit_gap,
-    score_benchmark,
 )
 from evaluator.types import Decision
 from evaluator.verdict import MORE, Verdict, judge, through_stage
@@ -391,17 +389,13 @@ class Scored:
 
 def score(hidden: Hidden, head: Choices, halves: Halves, nov: dict[str, float],
           rules: Competition) -> Scored:
-    scores, penalised, rejected, measured = {}, {}, {}, {}
-    for bench in rules.benchmarks:
-        m = measured[bench] = measure(hidden, head, halves, bench)
-        cached, audit = float(m.eval_correct.mean()), float(m.audit_correct.mean())
-        gap = float(overfit_gap(m, rules))
-        verdict = judge_gap(gap, rules)
-        penalised[bench], rejected[bench] = verdict.penalty < 1.0, verdict.rejected
-        scores[bench] = score_benchmark(cached, audit, float(m.live_correct.mean()),
-                                        float(m.live_turns.mean()), nov[bench], rules,
-                                        gap=gap).score
-    return Scored(composite(scores, rules), any(rejected.values()), penalised, rejected, measured)
+    """The head's composite and overfit gate without a king, as `verdict.judge` reads them."""
+    measured = {b: measure(hidden, head, halves, b) for b in rules.benchmarks}
+    decided = judge(measured, None, nov, rules)
+    return Scored(decided.composite, decided.outcome == REJECTED,
+                  {b: s.overfit_penalty < 1.0 for b, s in decided.scores.items()},
+                  {b: judge_gap(float(overfit_gap(m, rules)), rules).rejected
+                   for b, m in measured.items()}, measured)
 
 
 def rerun_turns(head: Choices, rng: np.random.Generator) -> Choices:

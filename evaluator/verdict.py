@@ -243,10 +243,9 @@ def evidence_outcome(ev: Evidence, rules: Competition) -> str:
     return MORE
 
 
-def published_crowns(test: Mapping[str, float], rules: Competition, slack: float = 0.0) -> bool:
-    """Whether a published crown test (`Evidence.to_dict`) crowns, giving it `slack` on each
-    figure (a loss is published rounded)."""
-    return crowns(int(test["stage"]), test["difference"] + slack, test["z"] + slack, rules)
+def published_crowns(test: Mapping[str, float], rules: Competition) -> bool:
+    """Whether a published crown test (`Evidence.to_dict`) crowns."""
+    return crowns(int(test["stage"]), test["difference"], test["z"], rules)
 
 
 # ---------------------------------------------------------------- the verdict
@@ -302,20 +301,25 @@ def _composite(side: Mapping[str, Measured], novelties: Mapping[str, float],
     return scores, composite({b: s.score for b, s in scores.items()}, rules)
 
 
-def _reason(outcome: str, ev: Evidence, rules: Competition) -> str:
-    crown_z = rules.crown_bar(ev.stage)
+def evidence_reason(ev: Evidence, rules: Competition) -> str:
+    """Why the evidence decides what `evidence_outcome` says, with the figures it read."""
+    outcome = evidence_outcome(ev, rules)
     where = f"after live stage {ev.stage} of {len(rules.live_stages)}"
+    bar, lose, z = rules.crown_bar(ev.stage), rules.lose_z_first, f"{ev.z:.2f}"
+    margin = f"the difference {ev.difference:+.4f}"
     if outcome == KING:
-        return (f"crowned {where}: the difference {ev.difference:+.4f} reaches the margin of "
-                f"{rules.win_margin} and its z of {ev.z:.2f} exceeds {crown_z}")
+        return (f"crowned {where}: {margin} reaches the margin of {rules.win_margin} and its z "
+                f"of {z} exceeds {bar}")
+    short = not reaches_margin(ev.difference, rules)
     if outcome == MORE:
-        return (f"undecided {where}: z of {ev.z:.2f} is above {rules.lose_z_first} but not "
-                f"above {crown_z}; the rest of the live split is played")
-    if not reaches_margin(ev.difference, rules):
-        short = f"the difference {ev.difference:+.4f} is short of the margin of {rules.win_margin}"
-    else:
-        short = f"z of {ev.z:.2f} does not exceed {crown_z}"
-    return f"lost {where}: {short}"
+        why = (f"{margin} is short of the margin of {rules.win_margin}, and z of {z} is above "
+               f"{lose}" if short else f"z of {z} is above {lose} but not above {bar}")
+        return f"undecided {where}: {why}; the rest of the live split is played"
+    if ev.stage < len(rules.live_stages):
+        return f"lost {where}: z of {z} is not above {lose}; the rest of the live split is not played"
+    why = (f"{margin} is short of the margin of {rules.win_margin}" if short
+           else f"z of {z} does not exceed {bar}")
+    return f"lost {where}: {why}"
 
 
 def judge(challenger: Mapping[str, Measured], king: Mapping[str, Measured] | None,
@@ -334,8 +338,8 @@ def judge(challenger: Mapping[str, Measured], king: Mapping[str, Measured] | Non
         return Verdict(KING, "crowned: the first head that passes the gates", scores, mine)
     king_scores, theirs = _composite(king, novelties, rules)
     ev = evidence(challenger, king, rules, stage)
-    outcome = evidence_outcome(ev, rules)
-    return Verdict(outcome, _reason(outcome, ev, rules), scores, mine, king_scores, theirs, ev)
+    return Verdict(evidence_outcome(ev, rules), evidence_reason(ev, rules), scores, mine,
+                   king_scores, theirs, ev)
 
 
 # ---------------------------------------------------------------- a worked match

@@ -32,15 +32,17 @@ def components(score):
 COMMITMENT = "9" * 64
 
 
-def crowned(miner="alice", generation=1, pr=12, composite=0.6, king=None, sha="a", low=0.01):
-    return {"format": 1, "miner": miner, "generation": generation, "pr": pr,
-            "head_sha": sha * 40, "evaluated_at": f"2026-11-{10 + generation:02d}T12:00:00Z",
-            "outcome": "king", "composite": composite, "king_composite": king,
-            "delta": None if king is None else composite - king, "reason": None,
-            "ci95": None if king is None else [low, 0.05],
-            "per_benchmark": {b: components(composite) for b in BENCHES},
-            "live_cost_usd": 0.41, "benchmark_manifest": "f" * 64,
-            "partition_commitment": COMMITMENT, "router_card": None}
+def crowned(miner="alice", generation=1, pr=12, composite=0.6, king=None, sha="a"):
+    """A new king as published: over a king, with the crown test that crowned it."""
+    record = {"format": 1, "miner": miner, "generation": generation, "pr": pr,
+              "head_sha": sha * 40, "evaluated_at": f"2026-11-{10 + generation:02d}T12:00:00Z",
+              "outcome": "king", "composite": composite, "king_composite": king,
+              "delta": None if king is None else composite - king, "reason": None,
+              "ci95": None if king is None else [0.01, 0.05], "crown_test": None,
+              "per_benchmark": {b: components(composite) for b in BENCHES},
+              "live_cost_usd": 0.41, "benchmark_manifest": "f" * 64,
+              "partition_commitment": COMMITMENT, "router_card": None}
+    return record if king is None else with_test(record, 1, composite - king, 9.0)
 
 
 def lost(miner="bob", generation=1, pr=13, composite=0.5, delta=-0.1):
@@ -133,29 +135,21 @@ def test_schema_rejects(case, record, mentions):
         check_result(record, rules=OFFICIAL)
 
 
-FIRST, FINAL = OFFICIAL.crown_z_first, OFFICIAL.crown_z_final  # the crown test's bars
-
-
 @pytest.mark.parametrize(("record", "ok"), [
-    # exactly the margin is a crown, in floats that fall a hair short
-    (crowned(composite=0.71, king=0.69), True),
-    (crowned(composite=0.12, king=0.10), True),
-    (crowned(composite=0.70999, king=0.69), False),
-    # the margin met but an interval reaching zero is no crown
-    (crowned(composite=0.8, king=0.69, low=0.0), False),
+    # a king's own crown test decides, by the verdict's rule (tests/test_verdict.py)
+    (with_test(crowned(composite=0.8, king=0.69), 1, 0.03, 3.5), True),
+    (with_test(crowned(composite=0.8, king=0.69), 1, 0.03, 3.0), False),
+    (with_test(crowned(composite=0.8, king=0.69), 2, 0.01, 9.0), False),
+    # a king over a king without its crown test crowned nothing
+    ({**crowned(composite=0.8, king=0.69), "crown_test": None}, False),
     # a loss shows none of its test's figures; its delta (the eval half) may pass the margin
     (lost(composite=0.62, delta=0.05), True),
-    # with the crown test: its own figures decide, stage by stage
-    (with_test(crowned(composite=0.8, king=0.69), 1, 0.03, FIRST + 0.02), True),
-    (with_test(crowned(composite=0.8, king=0.69), 1, 0.03, FIRST - 0.2), False),
-    (with_test(crowned(composite=0.8, king=0.69), 2, 0.03, FINAL + 0.07), True),
-    (with_test(crowned(composite=0.8, king=0.69), 2, 0.01, 9.0), False),
 ])
-def test_outcome_must_match_the_margin(record, ok):
+def test_a_king_must_clear_its_crown_test(record, ok):
     if ok:
         check_result(record, rules=OFFICIAL)
     else:
-        with pytest.raises(LeaderboardError, match=r"margin|crown the head"):
+        with pytest.raises(LeaderboardError, match="crowned without its crown test"):
             check_result(record, rules=OFFICIAL)
 
 
