@@ -64,8 +64,6 @@ PUBLIC_FIELDS = {
                  "not_compared")
        for outcome in UNSCORED},
 }
-# Public fields a record written before they were kept lacks (the schema does not require them)
-LATER_FIELDS = ("isolation", "crown_test", "against", "not_compared")
 # What the disclosure rule rounds: in a loss, these fields; in a king's breakdown, these parts.
 ROUNDED_IN_LOSS = ("composite", "delta")
 # What a loss shows of its crown test: where it ended, none of its figures. They read the

@@ -204,7 +204,8 @@ def test_an_attempt_whose_evaluation_was_void_is_refunded(repo, make_submission)
     void = {"format": 1, "miner": "alice", "generation": 1, "pr": 6, "head_sha": "e" * 40,
             "evaluated_at": "2026-11-29T09:00:00Z", "outcome": "void",
             "reason": "void: the pool failed", "composite": None, "delta": None,
-            "benchmark_manifest": None, "partition_commitment": None}
+            "benchmark_manifest": None, "partition_commitment": None, "isolation": None,
+            "not_compared": None}
     Store(repo).write_result(void)
     assert gates_for(repo, attempts=[spent]).results[1].passed is True
 

@@ -30,6 +30,9 @@ def components(score):
 
 
 COMMITMENT = "9" * 64
+# what every scored record also says: no king compared with, no code graded, every earlier
+# head compared
+UNCHECKED = {"against": None, "isolation": None, "not_compared": None}
 
 
 def crowned(miner="alice", generation=1, pr=12, composite=0.6, king=None, sha="a"):
@@ -41,7 +44,7 @@ def crowned(miner="alice", generation=1, pr=12, composite=0.6, king=None, sha="a
               "ci95": None if king is None else [0.01, 0.05], "crown_test": None,
               "per_benchmark": {b: components(composite) for b in BENCHES},
               "live_cost_usd": 0.41, "benchmark_manifest": "f" * 64,
-              "partition_commitment": COMMITMENT, "router_card": None}
+              "partition_commitment": COMMITMENT, "router_card": None, **UNCHECKED}
     return record if king is None else with_test(record, 1, composite - king, 9.0)
 
 
@@ -51,20 +54,22 @@ def lost(miner="bob", generation=1, pr=13, composite=0.5, delta=-0.1):
             "head_sha": "b" * 40, "evaluated_at": "2026-11-20T12:00:00Z", "outcome": "lost",
             "composite": composite, "delta": delta, "ci95": None,
             "crown_test": {"stage": 2, "live_items": 60, "live_sessions": 360},
-            "benchmark_manifest": "f" * 64, "partition_commitment": COMMITMENT}
+            "benchmark_manifest": "f" * 64, "partition_commitment": COMMITMENT, **UNCHECKED}
 
 
 def rejected(miner="carol", generation=1, pr=14, reason="gate 5 (overfit): on mmlu …"):
     return {"format": 1, "miner": miner, "generation": generation, "pr": pr,
             "head_sha": "c" * 40, "evaluated_at": "2026-11-20T12:00:00Z",
             "outcome": "rejected", "reason": reason, "composite": None, "delta": None,
-            "benchmark_manifest": None, "partition_commitment": None}
+            "benchmark_manifest": None, "partition_commitment": None,
+            "isolation": None, "not_compared": None}
 
 
 def with_test(record, stage, difference, z):
     """The record with a published crown test after `stage`."""
-    return {**record, "crown_test": {"stage": stage, "difference": difference, "se": 0.01,
-                                     "z": z, "live_items": 20 * stage, "live_sessions": 120}}
+    return {**record, "crown_test": {"stage": stage, "difference": difference,
+                                     "weighted": difference, "se": 0.01, "z": z,
+                                     "live_items": 20 * stage, "live_sessions": 120}}
 
 
 def unscored(outcome, at="2026-11-20T12:00:00Z", sha="d", reason="void: the pool failed"):
@@ -91,7 +96,6 @@ def test_schema_name_pattern_is_the_rules_pattern():
 
 
 @pytest.mark.parametrize("record", [crowned(), crowned(king=0.58, composite=0.6), lost(),
-                                    {**lost(), "crown_test": None},
                                     rejected(), unscored("void"), unscored("stale")])
 def test_records_of_every_outcome_validate(record):
     check_result(record, rules=OFFICIAL)
@@ -106,11 +110,16 @@ BAD_RESULTS = [
     ("loss with breakdown", {**lost(), "per_benchmark": crowned()["per_benchmark"]},
      "per_benchmark"),
     ("loss with the king's composite", {**lost(), "king_composite": 0.6}, "king_composite"),
+    ("loss without its crown test", {**lost(), "crown_test": None}, "crown_test"),
     ("loss with reason", {**lost(), "reason": None}, "reason"),
     ("loss without its null interval", _without(lost(), "ci95"), "ci95"),
     # nor anything read on the never-published audit: its interval, its test's figures
     ("loss with an interval", {**lost(), "ci95": [0.0, 0.05]}, "ci95"),
     ("loss with its test's figures", with_test(lost(), 2, 0.01, 0.4), "crown_test"),
+    # every record carries every field of its outcome (null where it has nothing to say)
+    ("king without isolation", _without(crowned(), "isolation"), "isolation"),
+    ("loss without against", _without(lost(), "against"), "against"),
+    ("rejection without not_compared", _without(rejected(), "not_compared"), "not_compared"),
     # a rejection has no score
     ("rejection with composite", {**rejected(), "composite": 0.5}, "composite"),
     ("rejection without reason", _without(rejected(), "reason"), "reason"),
@@ -575,11 +584,8 @@ def test_marking_refuses_what_it_must_not_settle(repo, capsys, setup, argv, code
     if setup:
         gated(repo)
     if setup == "decided":
-        Store(repo).write_result({"format": 1, "miner": "carol", "generation": 1, "pr": 9,
-                                  "head_sha": STUCK, "evaluated_at": "2026-11-23T12:00:00Z",
-                                  "outcome": "rejected", "reason": "rejected: its weights",
-                                  "composite": None, "delta": None, "benchmark_manifest": None,
-                                  "partition_commitment": None})
+        Store(repo).write_result({**rejected(pr=9, reason="rejected: its weights"),
+                                  "head_sha": STUCK, "evaluated_at": "2026-11-23T12:00:00Z"})
     if setup == "declined":
         assert mark(repo, state="declined", reason="a maintainer said no") == 0
     before = Store(repo).queue_events()

@@ -74,7 +74,10 @@ def _lost(miner: str, pr: int, sha: str, at: datetime, rng: np.random.Generator,
     result = Result(miner=miner, generation=1, pr=pr, head_sha=sha, evaluated_at=format_time(at),
                     outcome=LOST, benchmark_manifest="f" * 64, partition_commitment=_sha(rng, 32),
                     composite=0.6 + delta, king_composite=0.6, delta=delta,
-                    ci95=(delta - 0.05, delta + 0.05))
+                    ci95=(delta - 0.05, delta + 0.05),
+                    crown_test={"stage": 1, "difference": delta, "weighted": delta, "se": 0.02,
+                                "z": delta / 0.02, "live_items": rules.live_stages[0],
+                                "live_sessions": 2 * len(rules.benchmarks) * rules.live_stages[0]})
     return result.public(rules.disclosure_precision)
 
 
