@@ -1,41 +1,10 @@
 """The fairness figures: a seeded Monte Carlo of the competition's own scoring under its rules.
 
-Every trial simulates one evaluation (evaluator/simulation.py): a hidden benchmark drawn
-from a correctness matrix, heads as model choices, scored and judged by exactly the code an
-evaluation runs.
-
-The figures (some also computed with a rule taken away: what that rule buys):
-
-- **honest**: how often a head that fits nothing crosses the overfit penalty or reject line,
-  per benchmark and on any of them; a reference head at accuracy 0.6, and the heads that
-  always pick the matrix's best single model. Without: the old 150/50 eval/audit split.
-- **memorisation**: the overfit gate on a head that learnt the task and on the same head fitted
-  to every public pool item; and the crown, with live play over both stages, of a challenger
-  as good as the king (or better by 0.02) that memorised the pool up to the penalty line,
-  beside the same challenger honest, in the same trials.
-- **false crown**: how often a challenger exactly as good as the king is crowned, when the
-  two heads' choices differ on a share of items from the least the behavioural duplicate check
-  lets through (1 − `duplicate_agreement`) up to 60 %; a share below it is left out, since a
-  head that close to the king is rejected before it is scored.
-- **power**: how often a challenger truly better by 0.01–0.05 composite is crowned: an equal
-  challenger (other choices differing from the king's on that least share, or on 30 % of
-  items) that also picks each item's best model more often; left out where the heads would
-  differ on less than the behavioural check allows, or the matrix has no room for the
-  advantage.
-- **campaign**: the chance that at least one of 100, 300 or 1,000 near-equal submissions
-  (choices differing on the least share the behavioural check allows) is crowned, from the
-  per-evaluation rate.
-- **live sessions**: per evaluation, both heads on every benchmark: when the first stage
-  decides, expected for a near-equal challenger and in the costliest scenario simulated, and
-  at worst.
-- **climber**: a sybil campaign that submits variations of its best head, keeps whichever
-  published delta went up and goes on from whatever is crowned: how often it is crowned after
-  100, 300 and 1,000 submissions, and what it gains on the board beyond its true gain.
-  Without: a loss publishing its crown test's z, which reads the audit.
-
-Every crown rate comes with its Monte Carlo standard error and in two columns, for the two
-ways live play is modelled (evaluator/simulation.py): **independent** re-runs (the default)
-and **shared** responses.
+Every trial simulates one evaluation (`evaluator.simulation`), scored and judged by the code an
+evaluation runs. The figures (honest heads, memorisation, false crowns, power, campaigns, live
+sessions, the climber; some also with a rule taken away, to show what it buys) each come with
+their Monte Carlo standard error, for independent live re-runs and for shared responses; the
+Fairness page says what each measures.
 """
 
 from __future__ import annotations

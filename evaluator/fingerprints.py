@@ -1,23 +1,10 @@
 """How the attempts log stores gate 3's fingerprints, and how gate 3 reads a season of them.
 
-A fingerprint (see gates.fingerprint) is the model rows centred across the rows, unit norm:
-n rows whose columns sum to zero, so n−1 rows of contrasts hold all of it with the same dot
-products. The log keeps those contrasts at 7 bits each (each row scaled to its largest
-magnitude), packed, with the row scales as float32: "q7:" + base64, 2.4 KB for the
-official head, where the float16 rows written before took 8.2 KB. Rounding moves a cosine
-near gate 3's line by under 2e-4 (`tinyrouter dev scale` measures it on disguised copies,
-with the decisions it changes: none). Lines written in the float16 format are still read.
-
-Where the board has a feature basis (evaluator/basis.py), gate 3 compares heads only on it,
-so the log keeps just that: the contrasts projected on the basis, scaled to unit norm, as
-float16, "p16:" + base64 (1 KB for the official head and 256 directions, a line of about
-1.7 KB). Reading one costs well under reading the full contrasts, which keeps gate 3 nearly
-flat over a season of attempts, and float16 moves a cosine by about 1e-6. A projected
-fingerprint can be compared only on its own basis: a new basis comes with a new season, and
-the season's log is rotated with it (the Maintaining guide's *Seasons*).
-
-Gate 3 compares a new head with every earlier attempt: `cosines` reads them all at once,
-in blocks, without expanding them into full vectors.
+A fingerprint (gates.fingerprint) is the model rows centred across the rows, unit norm, so its
+n−1 rows of contrasts hold all of it. The log keeps them at 7 bits each ("q7:"), or, where the
+board has a feature basis (evaluator/basis.py), projected on it as float16 ("p16:"), which
+keeps gate 3 nearly flat over a season; `tinyrouter dev scale` measures what rounding moves.
+`cosines` compares a new head with every earlier attempt at once, in blocks.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """One evaluation, simulated: the model behind the fairness figures (evaluator/fairness.py).
 
-A correctness matrix gives, per benchmark, each pool model's chance of answering each item
-right with one Worker answer (the demo corpus's personas, or measured data in the
-`tasks[].per_model` format). A trial draws a hidden benchmark from it as sealing does (the
-cached items, the pool and the audit, and a live split per benchmark, each cached answer's
-correctness drawn once), heads as one model choice per item, and this evaluation's eval half,
-audit and the pool's unscored rest, then scores them with `evaluator.scoring` and decides the
-match with `evaluator.verdict`: exactly the code an evaluation runs.
-
-Live play is modelled two ways. **Independent**: the king's live sessions are a fresh run,
-as a provider's is even at temperature 0: two runs of one call get different grades with
-chance `RERUN_FLIP`, measured on the peer data's repeated samples. **Shared**: the same
-choice on the same item gets the same grade and turns for both heads, as the evaluation's
-shared responses give where both heads make every call of a session alike.
-
-Other modelling choices, documented on the site's Fairness page: live questions take 1, 2 or
-3 turns (probabilities 0.25, 0.5, 0.25); a live answer is right with the chance of that
-model's cached answer, moved toward one half where the matrix is surer than a re-run is; a
-matrix with fewer items than a hidden benchmark needs is sampled with replacement.
+A correctness matrix gives each pool model's chance of answering each item right. A trial draws
+a hidden benchmark from it as sealing does, heads as one model choice per item, and this
+evaluation's halves, then scores and decides the match with `evaluator.verdict`: exactly the
+code an evaluation runs. Live play is modelled two ways: **independent** re-runs of the king's
+sessions (grades flip with chance `RERUN_FLIP`) and **shared** responses; the Fairness page
+documents the other modelling choices.
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
 """The match, once: from measured outcomes to a verdict, for evaluation, `score` and `fairness`.
 
-Two functions carry it. `measured` turns a head's graded items and live outcomes into the
-numbers every component is computed from, applying the failed-session rule once. `judge` is
-the verdict: each side's composite, the overfit gate, the crown's evidence rule and the
-outcome with its reason. It is pure, so the table in tests/test_verdict.py pins it, and the
-evaluator, a miner's preview and the fairness simulation all decide by this code.
-
-The evidence rule (SPEC §8, the Scoring and Fairness pages). The crown is decided on the
-difference of the two composites *without* the overfit factor (the gate's hard reject still
-stops a head; its penalty still shapes the published composite), with cached accuracy paired
-over the audit, the items that were never published: a lead on the public pool is one a
-memoriser can set at will, so it decides no crown (`_cached_evidence`). A live question counts
-as a tie only where the tie is certain: both heads' sessions made the same calls and every call
-of the king's session was a replay of the challenger's from the evaluation's response cache
-(`session_calls`, `LiveOutcome.replayed`). The test reads that difference with its live part
-weighed by `crown_live_weight` (the weighted difference), whose standard error comes from the
-delta method on paired per-item differences, and z = weighted difference / error is read in
-stages: after the first live stage a head is crowned when z > `crown_z_first`, loses when
-z ≤ `lose_z_first`, and otherwise plays the rest of the live split; after the last stage it is
-crowned when z > `crown_z_final`. A crown also needs the whole difference to reach
-`win_margin`.
+`measured` turns a head's graded items and live outcomes into the numbers every component is
+computed from; `judge` is the verdict: each side's composite, the overfit gate, the crown
+test's evidence (`evidence`, read by `crowns`, the one crown rule) and the outcome with its
+reason. It is pure, so the table in tests/test_verdict.py pins it; the Scoring page explains
+the crown test.
 """
 
 from __future__ import annotations
