@@ -1,14 +1,8 @@
 """The typed records of the leaderboard: attempts, evaluation results, the king and its history.
 
-A `Result` is one evaluation. `public()` applies the disclosure rule in one place (SPEC §8):
-a new king shows every component (its audit accuracy at the disclosure precision), a loss
-only its composite and its delta to the king at the disclosure precision and the live stage
-its crown test ended at (none of the test's figures: they read the never-published audit), a
-rejection only its reason. `private()` keeps everything, per item
-and with the partition's secret seed, for the maintainers.
-Every record is a `HeadRef` (miner, generation, PR, head) plus its own fields, read and written
-by the one codec (`evaluator.codec`): `from_dict` reads loosely, so the site can display what a
-file holds, or strictly, as `store` reads after checking a file against its JSON Schema.
+A `Result` is one evaluation; `public()` applies the disclosure rule in one place (SPEC §8,
+`PUBLIC_FIELDS`), `private()` keeps everything for the maintainers. Every record is a
+`HeadRef` plus its own fields, read and written by the one codec (`evaluator.codec`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """`tinyrouter dev scale`: how the light commands' cost grows with a season's records.
 
-For each size N it builds a synthetic board: a sealed season's manifest and feature basis
-(as many directions as the rules allow, so gate 3 works as on a real board), a seeded king
-(its folder merged), N miners with one attempt each (an official-shape head's fingerprint,
-gates passed) and one lost result each, every record made through the real record types and
-written in the store's format, so the board validates. On every board it times, in a fresh
-interpreter each, what the workflows run per event: `gates` on one new head (recording its
-attempt), `leaderboard apply` of its result, `leaderboard validate` (the full check) and `site
-build`. Runs interleave over sizes and commands, so drift on a busy machine hits every cell
-alike; medians, and each command's growth from the smallest board to the largest, come from the same run.
+For each size N it builds a synthetic board through the real record types (a sealed season's
+manifest and feature basis, a seeded king, N miners with one attempt and one lost result each)
+and times, in a fresh interpreter each, what the workflows run per event: `gates`, `leaderboard
+apply`, `leaderboard validate` and `site build`. Runs interleave over sizes and commands, so a
+busy machine's drift hits every cell alike.
 """
 
 from __future__ import annotations
