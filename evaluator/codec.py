@@ -258,12 +258,12 @@ def _shown(value: Any) -> str:
 
 
 class Record:
-    """A dataclass this codec reads and writes: `to_dict`, and `from_dict`, lenient unless
-    `strict` (the store reads strictly, the site leniently)."""
+    """A dataclass this codec reads and writes: `to_dict`, and `from_dict`, strict unless a
+    caller with a reason asks otherwise (the site reads leniently)."""
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)
 
     @classmethod
-    def from_dict(cls: type[R], data: Any, strict: bool = False, where: str = "") -> R:
+    def from_dict(cls: type[R], data: Any, strict: bool = True, where: str = "") -> R:
         return decode(cls, data, strict, where)

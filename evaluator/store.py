@@ -213,7 +213,7 @@ class Store:
         path = self.file(ATTEMPTS_FILE)
         rows = read_json_lines(path)
         if self.lenient:
-            return [Attempt.from_dict(row) for row in rows]
+            return [Attempt.from_dict(row, strict=False) for row in rows]
         where = [f"{self.relative(path)} line {number}" for number in range(1, len(rows) + 1)]
         for line, row in zip(where, rows, strict=True):
             self._checked("attempt", row, Path(line))
@@ -252,7 +252,7 @@ class Store:
         data = self._checked("result", read_json(path), path)
         record = Result.from_dict(data, not self.lenient, self.relative(path))
         if self.lenient and record.miner == "None":  # a file without a name: show its folder
-            record = Result.from_dict({**data, "miner": path.parent.name})
+            record = Result.from_dict({**data, "miner": path.parent.name}, strict=False)
         return record
 
     def results(self) -> list[Result]:

@@ -131,7 +131,8 @@ def test_records_read_back_what_they_wrote():
 
 
 def test_a_loose_file_reads_as_what_it_holds():
-    loose = Result.from_dict({"miner": "x", "outcome": "lost", "composite": "high", "ci95": [1]})
+    loose = Result.from_dict({"miner": "x", "outcome": "lost", "composite": "high", "ci95": [1]},
+                             strict=False)
     assert (loose.composite, loose.ci95, loose.generation) == (None, None, 0)
     assert loose.public(PRECISION)["composite"] is None
 
