@@ -383,6 +383,30 @@ def power_rows(matrix: Matrix, rules: Competition, trials: int,
     return rows
 
 
+def _honest(matrix: Matrix, rules: Competition, budget: Budget,
+            streams: Iterator[np.random.Generator]) -> dict[str, Any]:
+    """How often an honest head is penalised or rejected: the reference router, the best
+    single model, and the reference under the older, smaller audit split."""
+    old_split = dataclasses.replace(rules, audit_size=OLD_AUDIT_SIZE)
+    return {
+        "reference_accuracy": REFERENCE_ACCURACY,
+        "reference": honest_rates(reference_matrix(rules), rules, budget.honest, next(streams)),
+        "best_single": honest_rates(matrix, rules, budget.honest, next(streams)),
+        "without": {"eval_size": old_split.eval_size, "audit_size": old_split.audit_size,
+                    "reference": honest_rates(reference_matrix(old_split), old_split,
+                                              budget.honest, next(streams))},
+    }
+
+
+def _campaign_of(per: dict[str, Any], near: float) -> dict[str, Any]:
+    """The campaign figures from the near-equal false-crown row `per`."""
+    return {"disagreement": near, "per_evaluation": per["crowned"],
+            "per_evaluation_se": per["crowned_se"], "shared": per["shared"],
+            "shared_se": per["shared_se"], "trials": per["trials"],
+            "independent_rows": campaign(per["crowned"], per["trials"]),
+            "shared_rows": campaign(per["shared"], per["trials"])}
+
+
 def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed: int = 0,
             progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Every fairness figure under `rules` (some also with a rule taken away), as JSON data."""
@@ -392,18 +416,9 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
     *spawned, near_seed, priced_seed = np.random.SeedSequence(seed).spawn(64)
     streams = iter(np.random.default_rng(s) for s in spawned[:-2])
     paired = Paired(near_seed, priced_seed)
-    old_split = dataclasses.replace(rules, audit_size=OLD_AUDIT_SIZE)
-    reference = reference_matrix(rules)
 
     progress("honest heads")
-    honest = {
-        "reference_accuracy": REFERENCE_ACCURACY,
-        "reference": honest_rates(reference, rules, budget.honest, next(streams)),
-        "best_single": honest_rates(matrix, rules, budget.honest, next(streams)),
-        "without": {"eval_size": old_split.eval_size, "audit_size": old_split.audit_size,
-                    "reference": honest_rates(reference_matrix(old_split), old_split,
-                                              budget.honest, next(streams))},
-    }
+    honest = _honest(matrix, rules, budget, streams)
     progress("memorising heads")
     memorisation = {**memorisation_rates(matrix, rules, budget.crown, next(streams)),
                     "lead": rules.overfit_penalty_gap,
@@ -417,12 +432,7 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
                     **crown_rate(matrix, rules, budget.campaign if d == near else budget.crown,
                                  np.random.default_rng(paired.near) if d == near else next(streams), d)}
                    for d in (near, *(d for d in DISAGREEMENTS if d > near))]
-    per = false_crown[0]
-    campaigns = {"disagreement": near, "per_evaluation": per["crowned"],
-                 "per_evaluation_se": per["crowned_se"], "shared": per["shared"],
-                 "shared_se": per["shared_se"], "trials": per["trials"],
-                 "independent_rows": campaign(per["crowned"], per["trials"]),
-                 "shared_rows": campaign(per["shared"], per["trials"])}
+    campaigns = _campaign_of(false_crown[0], near)
     progress("better challengers")
     power = power_rows(matrix, rules, budget.crown, streams, paired)
     progress("another final bar")
