@@ -454,11 +454,9 @@ def attempt_of(sub: Submission, report: GateReport, ctx: GateContext,
         mine, view = fingerprint(head, ctx.rules.n_models), None
         if ctx.basis is not None:  # the log keeps only the projection gate 3 compares there
             try:
-                projected = fingerprints.encode_projected(mine, ctx.rules.n_models,
-                                                          ctx.basis.directions)
-                seen = Seen(ctx.basis.digest,
-                            fingerprints.energy_on(projected, ctx.rules, ctx.basis.directions))
-                view = projected
+                view = fingerprints.encode_projected(mine, ctx.rules.n_models,
+                                                     ctx.basis.directions)
+                seen = Seen(ctx.basis.digest)
             except ValueError:  # nothing on the basis: kept whole, compared as before
                 seen = None
         if view is None:

@@ -122,16 +122,10 @@ class Partition(Record):
 
 @dataclass(frozen=True)
 class Seen(Record):
-    """A recorded fingerprint's energy on the season's feature basis (its digest's first 16
-    hex digits): gate 3's divisor for that fingerprint, worked out once when it is recorded."""
+    """The feature basis a recorded fingerprint is projected on (its digest's first 16 hex
+    digits): gate 3 compares it only on that basis."""
 
     basis: str
-    energy: float
-
-    def __post_init__(self) -> None:
-        if not 0 < self.energy < float("inf"):
-            raise ValueError(f"a fingerprint's energy must be positive and finite, not "
-                             f"{self.energy!r}")
 
 
 @dataclass(frozen=True)

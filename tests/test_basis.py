@@ -170,7 +170,7 @@ def test_a_recorded_head_names_its_basis_and_gate_3_compares_on_it(board, make_s
     # a projection recorded on another basis cannot be compared: the gate fails closed and
     # says what a maintainer does (a new basis is a new season, whose log starts empty)
     line = json.loads((repo / "leaderboard" / "attempts.jsonl").read_text())
-    line["seen"] = Seen("0" * 16, 1e6).to_dict()
+    line["seen"] = Seen("0" * 16).to_dict()
     (repo / "leaderboard" / "attempts.jsonl").write_text(json.dumps(line) + "\n")
     failed = gates(repo).failed
     assert failed.number == 3 and "PR #6" in failed.reason

@@ -125,7 +125,7 @@ def test_records_read_back_what_they_wrote():
     assert King.from_dict(king.to_dict()) == king and king.ci95 == (0.00412, 0.04187)
     crowning = Crowning.of(public)
     assert Crowning.from_dict(crowning.to_dict()) == crowning
-    attempt = Attempt("alice", 2, 7, "a" * 40, "2026-11-30T09:00:00Z", "b" * 64, "AAAA", True, None)
+    attempt = Attempt("alice", 2, 7, "a" * 40, "2026-11-30T09:00:00Z", "b" * 64, "q7:AAAA", True, None)
     assert Attempt.from_dict(attempt.to_dict()) == attempt
     validate("attempt", attempt.to_dict())
 

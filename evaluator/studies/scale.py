@@ -28,7 +28,7 @@ from evaluator.benchmarks.sealing import build_manifest
 from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
 from evaluator.files import dumps, format_time
-from evaluator.fingerprints import cosines, encode_projected, energy_on
+from evaluator.fingerprints import cosines, encode_projected
 from evaluator.records import KING, LOST, Attempt, Crowning, King, Result, Seen
 from evaluator.rules import Competition
 from evaluator.scoring import BenchmarkScore
@@ -109,7 +109,7 @@ def build_board(root: Path, n: int, rules: Competition) -> Path:
         attempt = Attempt(miner=miner, generation=1, pr=100 + i, head_sha=sha,
                           at=format_time(at), weights_sha256=_sha(rng, 32), gates_passed=True,
                           fingerprint=view,
-                          seen=Seen(basis.digest, energy_on(view, rules, basis.directions)))
+                          seen=Seen(basis.digest))
         lines.append(json.dumps(attempt.to_dict(), sort_keys=True) + "\n")
         path = store.result_path(miner, 1)
         path.parent.mkdir(parents=True)
