@@ -126,12 +126,12 @@ class _Compact:
         """The block's cosines with `target` (contrasts of unit norm, in the space `seen`
         projects on when given), without scaling the block itself: each row's dot product and
         energy are taken in code units and scaled after, a few numbers per fingerprint."""
-        values = self.codes(rows)
         scale = self.scale[rows][:, :, 0].astype(np.float64)
         if seen is not None:
             values, energy = self.projected(rows, seen)
             dots = (scale * _row_dots(values, target)).sum(axis=1)
             return dots / np.maximum(np.sqrt(energy), 1e-30)
+        values = self.codes(rows)
         dots = (scale * _row_dots(values, target)).sum(axis=1)
         return dots * self.unit(rows, np.einsum("krc,krc->kr", values, values,
                                                 dtype=np.float64), scale)
