@@ -446,7 +446,7 @@ def test_every_result_file_has_the_digest_sha256sum_checks(repo):
 
 def test_attempt_lines_follow_the_attempt_schema(repo):
     Store(repo).record_attempt(Attempt("alice", 1, 12, "a" * 40, "2026-11-20T12:00:00Z",
-                                       "b" * 64, "AAAA", True, None))
+                                       "b" * 64, "q7:AAAA", True, None))
     validate("attempt", json.loads((repo / "leaderboard/attempts.jsonl").read_text()))
     assert validate_state(repo, rules=OFFICIAL) == Checked(files=1, results=0)
 
