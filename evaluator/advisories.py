@@ -1,15 +1,9 @@
 """Advisories: warnings a miner can act on, which never block a submission.
 
-The gates decide; advisories only explain. Each has an id, one sentence about this head and
-a fix. Three sources, by what is at hand where they run:
-
-- the weights and the receipt (preflight and the PR bot, torch-free): role rows that cannot
-  change a decision, SVF scales far from 1, a fitness history the receipt's own settings
-  contradict;
-- the miner's ledger (preflight with `--ledger`): a receipt cost or head the ledger does not
-  back;
-- decisions on public items (the evaluation runner and `tinyrouter score`, which run the
-  encoder): a head that sends nearly every question to one model.
+The gates decide; advisories only explain. Each has an id, one sentence about this head and a
+fix, from what is at hand where it runs: the weights and the receipt (preflight and the PR
+bot), the miner's ledger (preflight with `--ledger`), and decisions on public items (the
+evaluation runner and `tinyrouter score`).
 """
 
 from __future__ import annotations

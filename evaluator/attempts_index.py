@@ -1,26 +1,11 @@
 """The attempts index: what gate 3 needs from a season's attempts log, in one binary file.
 
-`leaderboard/attempts.jsonl` is the record; parsing a season of its lines (some 30 µs each)
-is what made the gates grow with the season. Beside it the bot keeps `attempts.index`, one
-fixed-width row per line of the log: where the line starts, its PR, its miner, whether its
-head counts as an original for gate 3, and its fingerprint's projection on the season's
-feature basis (the float16 values of its `p16:` text). The gates read it with one
-`frombuffer` and parse only the lines they need: the author's, the PR's, and any at gate 3's
-line.
-
-The index is derived, never trusted on its own: its trailer names the size and SHA-256 of
-the log it describes and the SHA-256 of the index before the trailer, and its header names
-the feature basis. The gates use it only when all of these match the board; otherwise they
-read the log in full, as before, and say so. Each recorded attempt brings it up to date
-(rows for the new lines only when the rest still matches, else rebuilt from the whole log),
-and `leaderboard validate` rebuilds it and compares. A log it cannot describe (an original
-whose line keeps no `p16:` projection on the board's basis, though it has something there)
-gets no index. A head with nothing on the basis meets every new one at a cosine of 0, so its
-row is no original.
-
-Layout, little-endian: a 56-byte header (magic, format, the basis's digest, values per
-projection), the rows, an 80-byte trailer (log size, rows, the log's SHA-256, the SHA-256 of
-header and rows).
+Beside `leaderboard/attempts.jsonl` the bot keeps `attempts.index`, one fixed-width row per log
+line (its offset, PR, miner, whether it is an original for gate 3, and its `p16:` projection),
+so the gates read it with one `frombuffer` and parse only the lines they need. It is derived,
+never trusted on its own: its header names the feature basis and its trailer the log's size
+and SHA-256 and its own; the gates use it only when all match the board, else read the log in
+full. Layout, little-endian: a 56-byte header, the rows, an 80-byte trailer.
 """
 
 from __future__ import annotations

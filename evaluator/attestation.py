@@ -1,15 +1,10 @@
 """What the record job attests: the result file an evaluation left on the board, and leaderboard/
 as the commit that recorded it holds it.
 
-evaluate.yml's `attest` job signs each subject's SHA-256 with GitHub's artifact attestations
-(`actions/attest`): a Sigstore certificate that names this repository, the workflow file, the
-commit it ran from and the runner, so anyone can check with `gh attestation verify` that a file
-came from the approved workflow and not from a maintainer's laptop (the Maintaining guide shows
-how). A commit is not a file, so its subject is the listing `git ls-tree -r <commit>
-leaderboard` prints (every file's mode, object id and path): anyone can print it again from a
-clone, and its digest pins every file under leaderboard/ at that commit. `leaderboard validate`
-checks each result file against the digest results.sha256 recorded for it, which is the one
-attested.
+evaluate.yml's `attest` job signs each subject's SHA-256 with GitHub's artifact attestations,
+so anyone can check with `gh attestation verify` that a file came from the approved workflow
+(the Maintaining guide shows how). A commit's subject is the listing `git ls-tree -r <commit>
+leaderboard` prints, which anyone can print again from a clone.
 """
 
 from __future__ import annotations

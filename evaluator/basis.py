@@ -1,18 +1,10 @@
 """The public items' feature basis: gate 3 compares model rows as routing uses them.
 
-A head's model rows act on the encoder's features: weight in a direction the features never
-take changes no decision. So a copier can add such weight to someone else's head until the
-plain cosine of the rows falls below gate 3's line, and still route like it. Gate 3 therefore
-compares rows after weighting them by the features of the public train items: each row is
-projected on the leading directions of those features, each direction scaled by how much the
-features use it (the singular values of the feature matrix, over √n). Two heads then read as
-alike exactly when their logits on the public items are alike, up to the shift and scale that
-change no decision.
-
-The maintainer computes the basis once per sealed season (`tinyrouter basis`: it needs the
-encoder, at SVF scales of 1) and commits it as `leaderboard/feature-basis.safetensors`, so the
-hosted gates stay torch-free. It records the digest of the train ids it was computed on; a
-basis from another season is refused. A board without one compares the plain rows.
+Weight in a direction the features never take changes no decision, so gate 3 compares rows
+projected on the leading directions of the public train items' features, each scaled by how
+much the features use it: two heads read as alike exactly when their logits there are alike.
+The maintainer computes it once per season (`tinyrouter basis`) and commits it, so the hosted
+gates stay torch-free; a basis from another season is refused.
 """
 
 from __future__ import annotations

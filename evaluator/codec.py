@@ -1,20 +1,9 @@
 """One mapping between a record (a dataclass) and its JSON object, read from its type hints.
 
-`encode(record)` is the object the record writes. `decode(cls, data, strict)` reads one back:
-
-- strict (the store, after the JSON Schema): a missing field (one without a default: a field
-  with one may be left out), an unknown or wrongly typed one, or a number that is not finite,
-  is a `LeaderboardError` naming the field;
-- lenient (the site, which shows what a file holds): a top-level field of the wrong type reads
-  as None where its type allows it, else as its default, else as the text the file holds (a
-  str or an outcome: "None" when absent), 0, 0.0, False or {}; a nested record reads whole or
-  not at all (None, or left out of a dict), and unknown fields are ignored.
-
-Types understood: str, int, float, bool, Any, a StrEnum, `X | None`, tuples (a JSON list, of
-fixed length or `tuple[X, ...]`), dict[str, X] and another record. Options per field, in its
-metadata (`on_disk`): the key on disk (a dotted key is a path into a nested object) and
-whether a None is left out. A record may name top-level keys its reader skips in
-`JSON_IGNORED` (a format version, a derived view).
+`encode(record)` is the object the record writes; `decode(cls, data, strict)` reads one back:
+strictly (the store: a missing, unknown or wrongly typed field is a `LeaderboardError` naming
+it) or leniently (the site: what cannot be read falls back, see `Slot.fallback`). A field's
+options (`on_disk`): its key on disk, dotted for a path, and whether a None is left out.
 """
 
 from __future__ import annotations
@@ -269,12 +258,12 @@ def _shown(value: Any) -> str:
 
 
 class Record:
-    """A dataclass this codec reads and writes: `to_dict`, and `from_dict`, lenient unless
-    `strict` (the store reads strictly, the site leniently)."""
+    """A dataclass this codec reads and writes: `to_dict`, and `from_dict`, strict unless a
+    caller with a reason asks otherwise (the site reads leniently)."""
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)
 
     @classmethod
-    def from_dict(cls: type[R], data: Any, strict: bool = False, where: str = "") -> R:
+    def from_dict(cls: type[R], data: Any, strict: bool = True, where: str = "") -> R:
         return decode(cls, data, strict, where)

@@ -1,18 +1,10 @@
 """The heads in the ring, and how they route the public items before the hidden sets open.
 
-A contender is a head read from its submission folder. Before anything hidden is opened, the
-behavioural duplicate check (gate 3's second half) decides the challenger's turn-1 model on
-every public train item and compares it with the king's and with every earlier attempt's
-still open or decided, the earlier head winning.
-
-What marks a copy is what a copier takes and an independent miner does not reach by the same
-road: an earlier head's own choices, the items it sends away from the model it picks most for
-their category. Which model a head picks per category is public (the site's router card shows
-it) and is where every default training run converges (the category lookup), so agreeing
-there is no evidence. A head that picks the same model as an earlier one on a share
-`duplicate_agreement` of the items and makes `duplicate_own_share` of its own choices (at
-least `duplicate_own_items` of them) is a copy however its weights were moved; an earlier
-head with fewer own choices has nothing of its own to copy.
+A contender is a head read from its submission folder. The behavioural duplicate check (gate
+3's second half, `alike`) compares the challenger's turn-1 models on the public train items
+with the king's and every earlier attempt's: a copy is marked by an earlier head's own
+choices (the items it sends away from its category's most-picked model), which an independent
+miner does not reach by the same road; agreeing on the category lookup is no evidence.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """One submission → one result: score the challenger and the reigning king on the same items.
 
-The collaborators enter as parameters (the hidden sets, a router that decides for
-transcripts and θ, a live runner that plays live questions through the pool, the public
-train items), so the match is tested offline with fakes; `coordinator.router.Router` and
-`pool.runner.pool_runner` are the real ones.
-
-Each evaluation draws a secret partition of every benchmark's scored pool into eval and
-audit halves; both heads are scored on the same one. Disclosure: this module logs progress
-and timings only, never a question, an answer or a component; `records.Result.public` cuts
-the record down per SPEC §8.
+The collaborators enter as parameters (the hidden sets, a router, a live runner, the public
+train items), so the match is tested offline with fakes. Each evaluation draws a secret
+partition of every benchmark's scored pool into eval and audit halves. This module logs
+progress and timings only, never a question, an answer or a component.
 """
 
 from __future__ import annotations
@@ -73,7 +68,6 @@ from evaluator.verdict import MORE, Verdict, judge, measured, overfit_reason
 
 log = logging.getLogger(__name__)
 CHALLENGER_LABEL, KING_LABEL = "challenger", "king"  # whose numbers a log line gives
-OVERFIT_GATE = "gate 5 (overfit)"
 
 
 Sets = Mapping[str, Mapping[str, Sequence[Any]]]

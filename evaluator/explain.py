@@ -90,58 +90,22 @@ def _clause(reason: str | None, prefix: str) -> str:
     return text
 
 
-def _scored_sentence(outcome: str, delta: float | None, interval: tuple[float, float] | None,
-                     places: int, rules: Competition) -> str:
-    margin = f"{rules.win_margin:+g}"
-    if outcome == KING:
-        if delta is None:
-            return "Crowned: the first head to pass every check, with no king to beat."
-        low, high = interval or (math.nan, math.nan)
-        return (f"Crowned: {_signed(delta, places)} over the king re-scored on the same items "
-                f"(at least {margin} is needed), and the 95% interval of the difference, "
-                f"{_signed(low, places)} to {_signed(high, places)}, lies above zero.")
-    if delta is None or interval is None:
-        return "Not crowned; the record does not say by how much."
-    short = delta < rules.win_margin - 1e-9
-    weak = interval[0] <= 0
-    low = _signed(interval[0], places)
-    below = (f"reaches below zero ({low})" if interval[0] < 0
-             else f"does not clear zero (its lower end rounds to {low})")
-    if short and weak:
-        return (f"Short of the margin ({_signed(delta, places)} where {margin} is needed), and "
-                f"the interval of the difference {below}.")
-    if short:
-        return f"Short of the margin: {_signed(delta, places)} where {margin} is needed."
-    if weak:
-        return (f"The interval {below}: the {_signed(delta, places)} clears the margin but "
-                f"could be chance.")
-    return (f"Short of the margin before rounding: the difference was below {margin}, which "
-            f"it rounds to.")
-
-
-def _tested_sentence(outcome: str, delta: float | None, test: dict[str, Any], places: int,
-                     rules: Competition) -> str:
-    """The verdict of a record that carries its crown test (`evaluator.verdict`)."""
-    stages = len(rules.live_stages)
-    stage = int(test["stage"])
-    bar = rules.crown_z_final if stage >= stages else rules.crown_z_first
-    where = f"after live stage {stage} of {stages}"
-    if "z" not in test:  # a loss: where its test ended, none of its figures
-        return (f"Not crowned {where}: the crown test did not show a lead of "
+def _sentence(outcome: str, delta: float | None, test: dict[str, Any] | None, places: int,
+              rules: Competition) -> str:
+    """The verdict of a king or a loss, from its published crown test (`evaluator.verdict`)."""
+    if test is None and outcome == KING:
+        return "Crowned: the first head to pass every check, with no king to beat."
+    where = "" if test is None else f" after live stage {test['stage']} of {len(rules.live_stages)}"
+    if test is None or "z" not in test or outcome != KING:  # a loss shows none of its figures
+        return (f"Not crowned{where}: the crown test did not show a lead of "
                 f"{rules.win_margin:+g} or more, beyond chance, on the items that were never "
                 "published.")
-    difference, z = _signed(test["difference"], places), f"{test['z']:.2f}"
-    if outcome == KING:
-        over = ("" if delta is None
-                else f"{_signed(delta, places)} over the king re-scored on the same items; ")
-        return (f"Crowned {where}: {over}the difference without the overfit factor, "
-                f"{difference}, reaches the margin of {rules.win_margin:+g} and its z of {z} "
-                f"clears {bar}.")
-    if test["difference"] < rules.win_margin - 1e-9:
-        return (f"Not crowned {where}: the difference without the overfit factor, "
-                f"{difference}, is short of the margin of {rules.win_margin:+g}.")
-    return (f"Not crowned {where}: the difference {difference} reaches the margin, but its z "
-            f"of {z} does not clear {bar}: the lead could be chance.")
+    over = ("" if delta is None
+            else f"{_signed(delta, places)} over the king re-scored on the same items; ")
+    return (f"Crowned{where}: {over}the difference without the overfit factor, "
+            f"{_signed(test['difference'], places)}, reaches the margin of "
+            f"{rules.win_margin:+g} and its z of {test['z']:.2f} clears "
+            f"{rules.crown_bar(int(test['stage']))}.")
 
 
 def explain(record: Result | dict[str, Any], rules: Competition) -> Explanation:
@@ -172,8 +136,7 @@ def explain(record: Result | dict[str, Any], rules: Competition) -> Explanation:
              else _round(composite - against, places))
     interval = (None if public.ci95 is None
                 else (_round(public.ci95[0], places), _round(public.ci95[1], places)))
-    sentence = (_tested_sentence(outcome, delta, public.crown_test, places, rules)
-                if public.crown_test else _scored_sentence(outcome, delta, interval, places, rules))
+    sentence = _sentence(outcome, delta, public.crown_test, places, rules)
     difference = (_round(public.crown_test["difference"], places)
                   if public.crown_test and interval is not None else None)
     return Explanation(outcome, composite, against, delta, interval, places, sentence,

@@ -1,41 +1,10 @@
 """The fairness figures: a seeded Monte Carlo of the competition's own scoring under its rules.
 
-Every trial simulates one evaluation (evaluator/simulation.py): a hidden benchmark drawn
-from a correctness matrix, heads as model choices, scored and judged by exactly the code an
-evaluation runs.
-
-The figures (some also computed with a rule taken away: what that rule buys):
-
-- **honest**: how often a head that fits nothing crosses the overfit penalty or reject line,
-  per benchmark and on any of them; a reference head at accuracy 0.6, and the heads that
-  always pick the matrix's best single model. Without: the old 150/50 eval/audit split.
-- **memorisation**: the overfit gate on a head that learnt the task and on the same head fitted
-  to every public pool item; and the crown, with live play over both stages, of a challenger
-  as good as the king (or better by 0.02) that memorised the pool up to the penalty line,
-  beside the same challenger honest, in the same trials.
-- **false crown**: how often a challenger exactly as good as the king is crowned, when the
-  two heads' choices differ on a share of items from the least the behavioural duplicate check
-  lets through (1 − `duplicate_agreement`) up to 60 %; a share below it is left out, since a
-  head that close to the king is rejected before it is scored.
-- **power**: how often a challenger truly better by 0.01–0.05 composite is crowned: an equal
-  challenger (other choices differing from the king's on that least share, or on 30 % of
-  items) that also picks each item's best model more often; left out where the heads would
-  differ on less than the behavioural check allows, or the matrix has no room for the
-  advantage.
-- **campaign**: the chance that at least one of 100, 300 or 1,000 near-equal submissions
-  (choices differing on the least share the behavioural check allows) is crowned, from the
-  per-evaluation rate.
-- **live sessions**: per evaluation, both heads on every benchmark: when the first stage
-  decides, expected for a near-equal challenger and in the costliest scenario simulated, and
-  at worst.
-- **climber**: a sybil campaign that submits variations of its best head, keeps whichever
-  published delta went up and goes on from whatever is crowned: how often it is crowned after
-  100, 300 and 1,000 submissions, and what it gains on the board beyond its true gain.
-  Without: a loss publishing its crown test's z, which reads the audit.
-
-Every crown rate comes with its Monte Carlo standard error and in two columns, for the two
-ways live play is modelled (evaluator/simulation.py): **independent** re-runs (the default)
-and **shared** responses.
+Every trial simulates one evaluation (`evaluator.simulation`), scored and judged by the code an
+evaluation runs. The figures (honest heads, memorisation, false crowns, power, campaigns, live
+sessions, the climber; some also with a rule taken away, to show what it buys) each come with
+their Monte Carlo standard error, for independent live re-runs and for shared responses; the
+Fairness page says what each measures.
 """
 
 from __future__ import annotations
@@ -50,11 +19,7 @@ import numpy as np
 
 from evaluator.records import KING, REJECTED, disclosed
 from evaluator.rules import Competition
-from evaluator.scoring import (
-    TOLERANCE,
-    judge_gap,
-    overfit_gap,
-)
+from evaluator.scoring import TOLERANCE
 from evaluator.simulation import (
     INDEPENDENT,
     REFERENCE_ACCURACY,
@@ -73,7 +38,6 @@ from evaluator.simulation import (
     improved,
     improvement_slope,
     match,
-    measure,
     memorised,
     memorised_share,
     novelties,
@@ -155,22 +119,19 @@ def memorisation_rates(matrix: Matrix, rules: Competition, trials: int,
     on any benchmark, and its mean lead over the best single model on the pool's items (the
     eval half and the rest, which the gate reads) and on the never-published audit items."""
     rows: dict[str, list[tuple[bool, bool, float, float]]] = {"router": [], "memoriser": []}
+    novelty = dict.fromkeys(rules.benchmarks, rules.novelty_without_king)
     for _ in range(trials):
         hidden = draw_hidden(matrix, rules, rng)
         halves = draw_halves(rules, rng)
         honest = router(hidden, rules)
         heads = {"router": honest, "memoriser": memorised(honest, hidden, 1.0, rules, rng)}
         for name, head in heads.items():
-            found = []
-            for bench in rules.benchmarks:
-                m = measure(hidden, head, halves, bench)
-                verdict = judge_gap(float(overfit_gap(m, rules)), rules)
-                found.append((verdict.penalty < 1.0, verdict.rejected,
-                              float(m.public_lead().mean()),
-                              float((m.audit_correct - m.audit_best).mean())))
-            rows[name].append((any(f[0] for f in found), any(f[1] for f in found),
-                               float(np.mean([f[2] for f in found])),
-                               float(np.mean([f[3] for f in found]))))
+            s = score(hidden, head, halves, novelty, rules)
+            rows[name].append((any(s.penalised.values()), s.rejected,
+                               float(np.mean([m.public_lead().mean()
+                                              for m in s.measured.values()])),
+                               float(np.mean([(m.audit_correct - m.audit_best).mean()
+                                              for m in s.measured.values()]))))
     rates = {name: {"penalty": _rate([r[0] for r in got]), "reject": _rate([r[1] for r in got]),
                     "pool_lead": float(np.mean([r[2] for r in got])),
                     "audit_lead": float(np.mean([r[3] for r in got]))}
@@ -422,6 +383,30 @@ def power_rows(matrix: Matrix, rules: Competition, trials: int,
     return rows
 
 
+def _honest(matrix: Matrix, rules: Competition, budget: Budget,
+            streams: Iterator[np.random.Generator]) -> dict[str, Any]:
+    """How often an honest head is penalised or rejected: the reference router, the best
+    single model, and the reference under the older, smaller audit split."""
+    old_split = dataclasses.replace(rules, audit_size=OLD_AUDIT_SIZE)
+    return {
+        "reference_accuracy": REFERENCE_ACCURACY,
+        "reference": honest_rates(reference_matrix(rules), rules, budget.honest, next(streams)),
+        "best_single": honest_rates(matrix, rules, budget.honest, next(streams)),
+        "without": {"eval_size": old_split.eval_size, "audit_size": old_split.audit_size,
+                    "reference": honest_rates(reference_matrix(old_split), old_split,
+                                              budget.honest, next(streams))},
+    }
+
+
+def _campaign_of(per: dict[str, Any], near: float) -> dict[str, Any]:
+    """The campaign figures from the near-equal false-crown row `per`."""
+    return {"disagreement": near, "per_evaluation": per["crowned"],
+            "per_evaluation_se": per["crowned_se"], "shared": per["shared"],
+            "shared_se": per["shared_se"], "trials": per["trials"],
+            "independent_rows": campaign(per["crowned"], per["trials"]),
+            "shared_rows": campaign(per["shared"], per["trials"])}
+
+
 def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed: int = 0,
             progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Every fairness figure under `rules` (some also with a rule taken away), as JSON data."""
@@ -431,18 +416,9 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
     *spawned, near_seed, priced_seed = np.random.SeedSequence(seed).spawn(64)
     streams = iter(np.random.default_rng(s) for s in spawned[:-2])
     paired = Paired(near_seed, priced_seed)
-    old_split = dataclasses.replace(rules, audit_size=OLD_AUDIT_SIZE)
-    reference = reference_matrix(rules)
 
     progress("honest heads")
-    honest = {
-        "reference_accuracy": REFERENCE_ACCURACY,
-        "reference": honest_rates(reference, rules, budget.honest, next(streams)),
-        "best_single": honest_rates(matrix, rules, budget.honest, next(streams)),
-        "without": {"eval_size": old_split.eval_size, "audit_size": old_split.audit_size,
-                    "reference": honest_rates(reference_matrix(old_split), old_split,
-                                              budget.honest, next(streams))},
-    }
+    honest = _honest(matrix, rules, budget, streams)
     progress("memorising heads")
     memorisation = {**memorisation_rates(matrix, rules, budget.crown, next(streams)),
                     "lead": rules.overfit_penalty_gap,
@@ -456,12 +432,7 @@ def figures(matrix: Matrix, rules: Competition, budget: Budget = Budget(), seed:
                     **crown_rate(matrix, rules, budget.campaign if d == near else budget.crown,
                                  np.random.default_rng(paired.near) if d == near else next(streams), d)}
                    for d in (near, *(d for d in DISAGREEMENTS if d > near))]
-    per = false_crown[0]
-    campaigns = {"disagreement": near, "per_evaluation": per["crowned"],
-                 "per_evaluation_se": per["crowned_se"], "shared": per["shared"],
-                 "shared_se": per["shared_se"], "trials": per["trials"],
-                 "independent_rows": campaign(per["crowned"], per["trials"]),
-                 "shared_rows": campaign(per["shared"], per["trials"])}
+    campaigns = _campaign_of(false_crown[0], near)
     progress("better challengers")
     power = power_rows(matrix, rules, budget.crown, streams, paired)
     progress("another final bar")

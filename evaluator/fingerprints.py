@@ -1,23 +1,11 @@
 """How the attempts log stores gate 3's fingerprints, and how gate 3 reads a season of them.
 
-A fingerprint (see gates.fingerprint) is the model rows centred across the rows, unit norm:
-n rows whose columns sum to zero, so n−1 rows of contrasts hold all of it with the same dot
-products. The log keeps those contrasts at 7 bits each (each row scaled to its largest
-magnitude), packed, with the row scales as float32: "q7:" + base64, 2.4 KB for the
-official head, where the float16 rows written before took 8.2 KB. Rounding moves a cosine
-near gate 3's line by under 2e-4 (`tinyrouter dev scale` measures it on disguised copies,
-with the decisions it changes: none). Lines written in the float16 format are still read.
-
-Where the board has a feature basis (evaluator/basis.py), gate 3 compares heads only on it,
-so the log keeps just that: the contrasts projected on the basis, scaled to unit norm, as
-float16, "p16:" + base64 (1 KB for the official head and 256 directions, a line of about
-1.7 KB). Reading one costs well under reading the full contrasts, which keeps gate 3 nearly
-flat over a season of attempts, and float16 moves a cosine by about 1e-6. A projected
-fingerprint can be compared only on its own basis: a new basis comes with a new season, and
-the season's log is rotated with it (the Maintaining guide's *Seasons*).
-
-Gate 3 compares a new head with every earlier attempt: `cosines` reads them all at once,
-in blocks, without expanding them into full vectors.
+A fingerprint (gates.fingerprint) is the model rows centred across the rows, unit norm, so its
+n−1 rows of contrasts hold all of it. Where the board has a feature basis (evaluator/basis.py)
+the log keeps them projected on it as float16 ("p16:"), which keeps gate 3 nearly flat over a
+season; elsewhere, and for a head with nothing on the basis, at 7 bits each ("q7:").
+`tinyrouter dev scale` measures what rounding moves.
+`cosines` compares a new head with every earlier attempt at once, in blocks.
 """
 
 from __future__ import annotations
@@ -134,33 +122,23 @@ class _Compact:
         norm = np.sqrt((scale ** 2 * energy).sum(axis=1))
         return np.divide(1 + noise / 2, norm, out=np.zeros_like(norm), where=norm > 0)
 
-    def cosines(self, rows: slice, target: np.ndarray, seen: np.ndarray | None,
-                known: np.ndarray | None = None, back: np.ndarray | None = None) -> np.ndarray:
+    def cosines(self, rows: slice, target: np.ndarray, seen: np.ndarray | None) -> np.ndarray:
         """The block's cosines with `target` (contrasts of unit norm, in the space `seen`
         projects on when given), without scaling the block itself: each row's dot product and
-        energy are taken in code units and scaled after, a few numbers per fingerprint.
-
-        `known`: each fingerprint's projected energy as recorded (see `energy_on`), NaN where
-        it is not; a block that knows them all is not projected at all, its dot products
-        taken with the target brought back through the basis instead (`back`, the same for
-        every block: pass it to work it out once).
-        """
-        values = self.codes(rows)
+        energy are taken in code units and scaled after, a few numbers per fingerprint."""
         scale = self.scale[rows][:, :, 0].astype(np.float64)
-        if seen is not None and known is not None and not np.isnan(known).any():
-            back = target @ seen.T if back is None else back  # (D·v)·t = v·(Dᵀt)
-            return (scale * _row_dots(values, back)).sum(axis=1) / np.sqrt(known)
         if seen is not None:
             values, energy = self.projected(rows, seen)
             dots = (scale * _row_dots(values, target)).sum(axis=1)
             return dots / np.maximum(np.sqrt(energy), 1e-30)
+        values = self.codes(rows)
         dots = (scale * _row_dots(values, target)).sum(axis=1)
         return dots * self.unit(rows, np.einsum("krc,krc->kr", values, values,
                                                 dtype=np.float64), scale)
 
     def projected(self, rows: slice, seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The block's contrasts projected on `seen` (in code units), and each fingerprint's
-        energy there (its squared norm, scales applied): what a recorded `Seen` keeps."""
+        energy there (its squared norm, scales applied)."""
         values = np.matmul(self.codes(rows), seen)
         scale = self.scale[rows][:, :, 0].astype(np.float64)
         energy = (scale ** 2 * np.einsum("krc,krc->kr", values, values, dtype=np.float64))
@@ -182,14 +160,13 @@ def _base64(text: str) -> bytes:
 
 
 class _Parsed:
-    """Recorded fingerprints sorted by format: the compact ones (indices and reader), the
-    projected ones (indices and raw bytes) and the float16 ones decoded by index."""
+    """Recorded fingerprints sorted by format: the compact ones (indices and reader) and the
+    projected ones (indices and raw bytes)."""
 
     def __init__(self, texts: list[str], rules: Competition) -> None:
         self.rules = rules
         self.compact: list[int] = []
         self.projected: list[int] = []
-        self.legacy: dict[int, np.ndarray] = {}
         raws: list[bytes] = []
         self.projected_raws: list[bytes] = []
         for index, text in enumerate(texts):  # a season of them: kept to a few steps each
@@ -200,10 +177,7 @@ class _Parsed:
                 self.compact.append(index)
                 raws.append(_base64(text[len(PREFIX):]))
             else:
-                view = np.frombuffer(_base64(text), "<f2")
-                if view.size != rules.n_models * rules.hidden_size or not np.isfinite(view).all():
-                    raise ValueError("not a fingerprint of this head shape")
-                self.legacy[index] = view.astype(np.float64)
+                raise ValueError(f"a fingerprint starts with {PREFIX!r} or {PROJECTED!r}")
         self.reader = _Compact(raws, rules.n_models, rules.hidden_size) if raws else None
 
     def projections(self, directions: np.ndarray | None) -> np.ndarray:
@@ -232,8 +206,6 @@ def decode_all(texts: list[str], rules: Competition) -> np.ndarray:
     basis = contrasts(rules.n_models).T.astype(np.float32)
     for rows, values in parsed.reader.blocks() if parsed.reader else ():
         views[parsed.compact[rows]] = np.matmul(basis, values).reshape(len(values), -1)
-    for index, view in parsed.legacy.items():
-        views[index] = view
     return views
 
 
@@ -244,14 +216,10 @@ def decode(text: str, rules: Competition) -> np.ndarray:
 
 def energy_on(text: str, rules: Competition, directions: np.ndarray) -> float:
     """A recorded fingerprint's squared norm once projected on `directions`, as `cosines`
-    would work it out from the stored codes: kept with the attempt, so that gate 3 need not
-    project a season of fingerprints again (the one costly step with a basis)."""
+    would work it out from the stored codes."""
     parsed = _Parsed([text], rules)
     if parsed.projected:
         return float(np.sum(parsed.projections(directions).astype(np.float64) ** 2))
-    if parsed.reader is None:
-        view = parsed.legacy[0].reshape(rules.n_models, -1)
-        return float(np.sum((contrasts(rules.n_models) @ view @ directions.T) ** 2))
     return float(parsed.reader.projected(slice(0, 1), directions.T.astype(np.float32))[1][0])
 
 
@@ -286,38 +254,26 @@ def projection_of(text: str, rules: Competition, directions: np.ndarray) -> np.n
 
 def cosines(mine: np.ndarray, texts: list[str], rules: Competition,
             directions: np.ndarray | None = None,
-            energies: list[float | None] | None = None) -> np.ndarray:
+            on_basis: list[bool] | None = None) -> np.ndarray:
     """The cosine of the fingerprint `mine` with each recorded one, as gate 3 compares them,
     computed on the contrasts block by block. With `directions` (the public items' feature
-    basis, evaluator/basis.py) both sides are first projected on them; `energies`, where
-    given, are the recorded ones' projected energies (`energy_on`), which spare projecting
-    them, and None where recorded on another basis (without `energies`, every projected one
+    basis, evaluator/basis.py) both sides are first projected on them; `on_basis`, where
+    given, says whether each recorded one names that basis (without it, every projected one
     is taken to be on `directions`).
 
     ValueError when one is not a fingerprint of these rules, or is projected on another basis
-    than `directions` (its energy None) or on none.
+    than `directions` or on none.
     """
     parsed = _Parsed(texts, rules)
     compact, reader = parsed.compact, parsed.reader
-    known = None if energies is None else np.array(
-        [np.nan if energies[i] is None else energies[i] for i in compact], dtype=np.float64)
     found = np.empty(len(texts))
-    basis = contrasts(rules.n_models)
     target = target_of(mine, rules, directions)
     seen = None if directions is None else directions.T.astype(np.float32)
-    back = None if seen is None else target @ seen.T
     for start in range(0, len(compact), BLOCK) if reader else ():
         rows = slice(start, start + BLOCK)
-        found[compact[rows]] = reader.cosines(rows, target, seen,
-                                              None if known is None else known[rows], back)
+        found[compact[rows]] = reader.cosines(rows, target, seen)
     if parsed.projected:
-        if energies is not None and any(energies[i] is None for i in parsed.projected):
+        if on_basis is not None and not all(on_basis[i] for i in parsed.projected):
             raise OtherBasis("it is projected on another feature basis than the board's")
         found[parsed.projected] = projected_cosines(parsed.projections(directions), target)
-    for index, view in parsed.legacy.items():
-        theirs = basis @ view.reshape(rules.n_models, -1)
-        if directions is not None:
-            theirs = theirs @ directions.T
-            theirs /= max(float(np.linalg.norm(theirs)), 1e-300)
-        found[index] = float(np.sum(theirs * target))
     return found

@@ -294,17 +294,15 @@ def _earlier(mine: np.ndarray, login: str, ctx: GateContext) -> list[tuple[str, 
              and (ctx.pr is None or attempt.pr != ctx.pr)
              and attempt.precedence < ctx.precedence]
     basis = ctx.basis
-    energies = None if basis is None else [
-        a.seen.energy if a.seen is not None and a.seen.basis == basis.digest else None
-        for _, a in found]
+    on_basis = [basis is not None and a.seen is not None and a.seen.basis == basis.digest
+                for _, a in found]
     directions = None if basis is None else basis.directions
     try:
         cosines = fingerprints.cosines(mine, [a.fingerprint or "" for _, a in found], ctx.rules,
-                                       directions, energies)
+                                       directions, None if basis is None else on_basis)
     except ValueError as exc:
-        for (number, attempt), energy in zip(found, energies or [None] * len(found),
-                                             strict=True):  # name the first bad one
-            problem = _unreadable(mine, attempt, energy, ctx)
+        for (number, attempt), on in zip(found, on_basis, strict=True):  # name the first bad one
+            problem = _unreadable(mine, attempt, on, ctx)
             if problem is not None:
                 raise ValueError(f"leaderboard/attempts.jsonl line {number} ({_what(attempt)}) "
                                  f"{problem} before any head can pass this gate") from exc
@@ -313,8 +311,7 @@ def _earlier(mine: np.ndarray, login: str, ctx: GateContext) -> list[tuple[str, 
             in zip(found, cosines.tolist(), strict=True) if cosine >= ctx.rules.duplicate_cosine]
 
 
-def _unreadable(mine: np.ndarray, attempt: Attempt, energy: float | None,
-                ctx: GateContext) -> str | None:
+def _unreadable(mine: np.ndarray, attempt: Attempt, on_basis: bool, ctx: GateContext) -> str | None:
     """Why gate 3 cannot compare `mine` with this attempt, and what a maintainer does, or None.
     Only a projection that names another basis than the board's (or a board with none) calls
     for rotating the log; anything else unreadable is a damaged line, restored from git."""
@@ -330,7 +327,7 @@ def _unreadable(mine: np.ndarray, attempt: Attempt, energy: float | None,
             raise ValueError("a projected fingerprint that names no feature basis")
         fingerprints.cosines(mine, [text], ctx.rules,
                              None if basis is None else basis.directions,
-                             None if basis is None else [energy])
+                             None if basis is None else [on_basis])
     except ValueError as exc:
         return (f"has no readable fingerprint ({exc}); a maintainer must restore the file "
                 "from git")
@@ -457,11 +454,9 @@ def attempt_of(sub: Submission, report: GateReport, ctx: GateContext,
         mine, view = fingerprint(head, ctx.rules.n_models), None
         if ctx.basis is not None:  # the log keeps only the projection gate 3 compares there
             try:
-                projected = fingerprints.encode_projected(mine, ctx.rules.n_models,
-                                                          ctx.basis.directions)
-                seen = Seen(ctx.basis.digest,
-                            fingerprints.energy_on(projected, ctx.rules, ctx.basis.directions))
-                view = projected
+                view = fingerprints.encode_projected(mine, ctx.rules.n_models,
+                                                     ctx.basis.directions)
+                seen = Seen(ctx.basis.digest)
             except ValueError:  # nothing on the basis: kept whole, compared as before
                 seen = None
         if view is None:

@@ -1,18 +1,10 @@
 """Whether the sandbox's isolation is in force on this machine, proven by hostile probes.
 
-Every command that can hold a secret (`evaluate`, `seal`, `collect`, the live loop inside
-`evaluate`) calls `require` before it reads one. `require` runs the self-test once per
-process: a canary process holding a fake secret in its environment and a listener on
-127.0.0.1 stand in for the runner's secrets, and a probe program in the sandbox tries to
-read every process's environment and command line, connect to the listener, see the host's
-files, create a user namespace, keep capabilities, fork past the process cap, allocate past
-the memory cap and outrun the wall clock. Isolation is in force only when bubblewrap started
-and every probe failed; a probe that hangs, a sandbox that half-starts (namespaces without
-the seccomp filter) or a cgroup that cannot be created is not in force, never a downgrade.
-
-Grading code where isolation is not in force is refused (`IsolationError`), unless the
-command was given the explicit opt-in `--unsandboxed` (a miner's laptop without bubblewrap,
-accepting that the graded code can read what they can read); the workflows never pass it.
+Every command that can hold a secret calls `require` before it reads one; it runs the
+self-test once per process (a canary holding a fake secret, a listener on 127.0.0.1, and a
+probe program in the sandbox that tries to reach them, the host and past every cap). Isolation
+is in force only when bubblewrap started and every probe failed. Without it grading is refused
+(`IsolationError`) unless the command was given `--unsandboxed`; the workflows never pass it.
 """
 
 from __future__ import annotations

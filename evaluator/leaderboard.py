@@ -21,7 +21,7 @@ from evaluator.files import parse_time
 from evaluator.lifecycle import LIFTED, UNFINISHED, marks, one_line, refund_spent
 from evaluator.records import DATED, KING, LOST, STALE, UNSCORED, VOID, Crowning, King, Result
 from evaluator.rules import WEIGHTS_FILE, Competition
-from evaluator.scoring import TOLERANCE, crowns
+from evaluator.scoring import TOLERANCE
 from evaluator.store import (
     ATTEMPTS_FILE,
     DIGESTS_FILE,
@@ -46,16 +46,13 @@ def check_result(data: dict[str, Any], rules: Competition, where: str = "result"
     """Schema plus the rules: the benchmarks, the composite and the outcome all add up."""
     validate("result", data, where)
     result = Result.from_dict(data, strict=True, where=where)
-    # a loss is published rounded: refuse only what is a crown even after rounding
-    if result.outcome == LOST and _crowned(result, rules, slack=-rules.disclosure_precision / 2):
-        raise LeaderboardError(f"{where}: its published figures crown the head but it says "
-                               "lost")
     if result.outcome != KING:
         return result
     king, composite = result.king_composite, result.composite
     if king is not None and abs(result.delta - (composite - king)) > TOLERANCE:
         raise LeaderboardError(f"{where}: delta is not composite − king_composite")
-    if king is not None and not _crowned(result, rules):
+    if king is not None and (result.crown_test is None
+                             or not published_crowns(result.crown_test, rules)):
         raise LeaderboardError(f"{where}: crowned without its crown test reaching the margin of "
                                f"{rules.win_margin} with enough evidence")
     per = result.per_benchmark or {}
@@ -66,17 +63,6 @@ def check_result(data: dict[str, Any], rules: Competition, where: str = "result"
     if abs(mean - composite) > TOLERANCE:
         raise LeaderboardError(f"{where}: composite is not the mean of the benchmark scores")
     return result
-
-
-def _crowned(result: Result, rules: Competition, slack: float = 0.0) -> bool:
-    """Whether the published figures crown: the crown test, or for a record from before it,
-    the margin and an interval above zero."""
-    if result.crown_test is not None:
-        # a loss's test says only where it ended (its figures read the audit): it crowned nothing
-        return "z" in result.crown_test and published_crowns(result.crown_test, rules, slack)
-    if result.ci95 is None:
-        return False
-    return crowns(result.delta + slack, 0.0, result.ci95[0] + slack, rules)
 
 
 # ---------------------------------------------------------------- apply

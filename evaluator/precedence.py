@@ -1,17 +1,9 @@
 """Which of two alike heads is the earlier one, whatever order their gates jobs run in.
 
-A head is public once GitHub shows it on a pull request, so the earlier head is the one GitHub
-showed first: the gates job reads when its own run was created (`gh pr-info --run-id`, the
-run GitHub started for that head; a re-run keeps it) and records it with the attempt
-(`Attempt.shown_at`). Gate 3 and the behavioural check compare a head only with heads shown
-before it (`Attempt.precedence`), never by the order of the log's lines.
-
-A head shown earlier whose gates have not run yet has no attempt to compare with. `collect`
-copies in, as data, the heads of the open pull requests that may have been shown before this
-one and are not in the log; the gates hold this head while one of them routes like it
-(`alike`), re-reading main until that one's gates have run (`settled`): its attempt is then in
-the log and gate 3 decides by precedence, or it was stopped before it spent a slot and is no
-original.
+The earlier head is the one GitHub showed first on a pull request (`Attempt.shown_at`, from the
+gates run GitHub started for it); gate 3 and the behavioural check compare a head only with
+heads shown before it (`Attempt.precedence`). A head shown earlier whose gates have not run
+yet holds this one while it routes like it (`alike`), until its attempt is settled.
 """
 
 from __future__ import annotations

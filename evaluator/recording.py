@@ -1,15 +1,10 @@
 """The record job: an evaluation's result onto leaderboard/, as named steps each safe to run again.
 
-A job that died between any two steps is finished by a re-run: decide (on main's newest state:
-already recorded, stale, or as scored), withdraw it when its author changed the PR after the
-approval, merge a new king's PR (guarded by the evaluated head; refused for good → void),
-publish leaderboard/ (optimistic concurrency, deciding again on each try), comment, then close
-a loser's PR or evaluate a stale result again. A re-run after a crash may dispatch that re-run
-twice; `gh pr-info --require-undecided` stops the second once the first is recorded.
-
-The steps take a `Recording` and the GitHub client in it, raise `GitHubError` or
-`LeaderboardError`, and say what they did through `Recording.tell` (lines: the command prints
-them; by default they are logged).
+A job that died between two steps is finished by a re-run: decide (on main's newest state),
+withdraw, merge a new king's PR, publish leaderboard/ (optimistic concurrency), comment, then
+close a loser's PR or evaluate a stale result again. The steps take a `Recording` and the
+GitHub client in it, raise `GitHubError` or `LeaderboardError`, and say what they did through
+`Recording.tell`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """The typed records of the leaderboard: attempts, evaluation results, the king and its history.
 
-A `Result` is one evaluation. `public()` applies the disclosure rule in one place (SPEC §8):
-a new king shows every component (its audit accuracy at the disclosure precision), a loss
-only its composite and its delta to the king at the disclosure precision and the live stage
-its crown test ended at (none of the test's figures: they read the never-published audit), a
-rejection only its reason. `private()` keeps everything, per item
-and with the partition's secret seed, for the maintainers.
-Every record is a `HeadRef` (miner, generation, PR, head) plus its own fields, read and written
-by the one codec (`evaluator.codec`): `from_dict` reads loosely, so the site can display what a
-file holds, or strictly, as `store` reads after checking a file against its JSON Schema.
+A `Result` is one evaluation; `public()` applies the disclosure rule in one place (SPEC §8,
+`PUBLIC_FIELDS`), `private()` keeps everything for the maintainers. Every record is a
+`HeadRef` plus its own fields, read and written by the one codec (`evaluator.codec`).
 """
 
 from __future__ import annotations
@@ -64,8 +58,6 @@ PUBLIC_FIELDS = {
                  "not_compared")
        for outcome in UNSCORED},
 }
-# Public fields a record written before they were kept lacks (the schema does not require them)
-LATER_FIELDS = ("isolation", "crown_test", "against", "not_compared")
 # What the disclosure rule rounds: in a loss, these fields; in a king's breakdown, these parts.
 ROUNDED_IN_LOSS = ("composite", "delta")
 # What a loss shows of its crown test: where it ended, none of its figures. They read the
@@ -130,16 +122,10 @@ class Partition(Record):
 
 @dataclass(frozen=True)
 class Seen(Record):
-    """A recorded fingerprint's energy on the season's feature basis (its digest's first 16
-    hex digits): gate 3's divisor for that fingerprint, worked out once when it is recorded."""
+    """The feature basis a recorded fingerprint is projected on (its digest's first 16 hex
+    digits): gate 3 compares it only on that basis."""
 
     basis: str
-    energy: float
-
-    def __post_init__(self) -> None:
-        if not 0 < self.energy < float("inf"):
-            raise ValueError(f"a fingerprint's energy must be positive and finite, not "
-                             f"{self.energy!r}")
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,10 @@
 """A retired season's verdicts, re-derived from what `reveal` published by the evaluator's code.
 
-When a season retires, `tinyrouter reveal --season` publishes every split (its items, each pool
-model's cached answer and grade, the salt of its commitment) and, for each verdict decided on
-the hidden items, the evaluation's private record: per item, both heads' decisions and grades,
-each live session's calls, turns, cost and grade, and the partition's seed. `replay` checks
-each published verdict against them, in this order, and names the first difference:
-
-1. `record`: there is a revealed record of this very evaluation;
-2. `commitment`: its seed opens the partition commitment the result published;
-3. `items`: that seed draws the items the record holds (the pool's eval half and its rest, the
-   audit, the live questions stage by stage), in the order they were scored;
-4. `grade`: each cached grade is the revealed answer's, of the model the head picked;
-5. `figure`: `evaluate.decide` (the crown test of `verdict.judge`) on those measurements gives
-   the published record exactly: the outcome, each composite, Δ, the interval, the crown
-   test's figures, every benchmark's components and the metered cost; then every figure the
-   revealed record keeps, at full precision, a loss's hidden ones included.
-
-What it takes as recorded: each live session's grade (the transcripts are not kept, only what
-the verdict read) and a king's router card (its routing on the public items and the sessions'
-timings, which no verdict reads).
+`reveal --season` publishes every split and, per verdict decided on the hidden items, the
+evaluation's private record. `replay` checks each published verdict against them in order
+(the record, the partition commitment, the items its seed draws, each cached grade, then every
+figure `evaluate.decide` gives) and names the first difference. Taken as recorded: each live
+session's grade and a king's router card, which no verdict reads.
 """
 
 from __future__ import annotations

@@ -57,9 +57,9 @@ def crown_test(result: dict, rules: Competition) -> str:
     if "z" not in test:  # a loss publishes where its test ended, none of its figures
         return (f"{', '.join(steps)}: lost after stage {test['stage']} "
                 f"({test['live_sessions']} live sessions).")
-    bar = rules.crown_z_final if test["stage"] == stages else rules.crown_z_first
     return (f"{', '.join(steps)}: difference {test['difference']:+.3f} (margin "
-            f"{rules.win_margin}), z {test['z']:.2f} against {bar} to crown"
+            f"{rules.win_margin}), z {test['z']:.2f} against {rules.crown_bar(test['stage'])} "
+            "to crown"
             + (f", {rules.lose_z_first} to lose" if test["stage"] < stages else "")
             + f"; {'crowned' if crowned else 'lost'} after stage {test['stage']} "
             f"({test['live_sessions']} live sessions).")

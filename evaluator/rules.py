@@ -286,6 +286,10 @@ class Competition:
         first = min(self.live_first_stage, self.live_size)
         return (first, self.live_size - first) if self.live_size > first else (first,)
 
+    def crown_bar(self, stage: int) -> float:
+        """The z a crown must exceed after live stage `stage`: the final bar from the last on."""
+        return self.crown_z_final if stage >= len(self.live_stages) else self.crown_z_first
+
     @property
     def pool_size(self) -> int:
         """The sealed pool: twice the eval items, so each evaluation scores a fresh half."""

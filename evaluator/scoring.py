@@ -122,16 +122,6 @@ def composite(scores: Mapping[str, float], rules: Competition) -> float:
     return float(sum(scores[b] for b in rules.benchmarks) / len(rules.benchmarks))
 
 
-def crowns(challenger: float, king: float | None, lower95: float | None,
-           rules: Competition) -> bool:
-    """With no king, any passing head. Otherwise the composite must beat the king's by the
-    margin, and the paired interval of the difference must lie above zero."""
-    if king is None:
-        return True
-    return (challenger - king >= rules.win_margin - TOLERANCE
-            and lower95 is not None and lower95 > TOLERANCE)
-
-
 # ---------------------------------------------------------------- the paired bootstrap
 
 _EMPTY = np.zeros(0)

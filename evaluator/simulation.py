@@ -1,23 +1,11 @@
 """One evaluation, simulated: the model behind the fairness figures (evaluator/fairness.py).
 
-A correctness matrix gives, per benchmark, each pool model's chance of answering each item
-right with one Worker answer (the demo corpus's personas, or measured data in the
-`tasks[].per_model` format). A trial draws a hidden benchmark from it as sealing does (the
-cached items, the pool and the audit, and a live split per benchmark, each cached answer's
-correctness drawn once), heads as one model choice per item, and this evaluation's eval half,
-audit and the pool's unscored rest, then scores them with `evaluator.scoring` and decides the
-match with `evaluator.verdict`: exactly the code an evaluation runs.
-
-Live play is modelled two ways. **Independent**: the king's live sessions are a fresh run,
-as a provider's is even at temperature 0: two runs of one call get different grades with
-chance `RERUN_FLIP`, measured on the peer data's repeated samples. **Shared**: the same
-choice on the same item gets the same grade and turns for both heads, as the evaluation's
-shared responses give where both heads make every call of a session alike.
-
-Other modelling choices, documented on the site's Fairness page: live questions take 1, 2 or
-3 turns (probabilities 0.25, 0.5, 0.25); a live answer is right with the chance of that
-model's cached answer, moved toward one half where the matrix is surer than a re-run is; a
-matrix with fewer items than a hidden benchmark needs is sampled with replacement.
+A correctness matrix gives each pool model's chance of answering each item right. A trial draws
+a hidden benchmark from it as sealing does, heads as one model choice per item, and this
+evaluation's halves, then scores and decides the match with `evaluator.verdict`: exactly the
+code an evaluation runs. Live play is modelled two ways: **independent** re-runs of the king's
+sessions (grades flip with chance `RERUN_FLIP`) and **shared** responses; the Fairness page
+documents the other modelling choices.
 """
 
 from __future__ import annotations
@@ -33,15 +21,13 @@ import numpy as np
 
 from evaluator.baselines import matrix_from_json
 from evaluator.errors import BaselineError
-from evaluator.records import KING
+from evaluator.records import KING, REJECTED
 from evaluator.rules import ROLES, Competition
 from evaluator.scoring import (
     Measured,
-    composite,
     judge_gap,
     novelty,
     overfit_gap,
-    score_benchmark,
 )
 from evaluator.types import Decision
 from evaluator.verdict import MORE, Verdict, judge, through_stage
@@ -391,17 +377,13 @@ class Scored:
 
 def score(hidden: Hidden, head: Choices, halves: Halves, nov: dict[str, float],
           rules: Competition) -> Scored:
-    scores, penalised, rejected, measured = {}, {}, {}, {}
-    for bench in rules.benchmarks:
-        m = measured[bench] = measure(hidden, head, halves, bench)
-        cached, audit = float(m.eval_correct.mean()), float(m.audit_correct.mean())
-        gap = float(overfit_gap(m, rules))
-        verdict = judge_gap(gap, rules)
-        penalised[bench], rejected[bench] = verdict.penalty < 1.0, verdict.rejected
-        scores[bench] = score_benchmark(cached, audit, float(m.live_correct.mean()),
-                                        float(m.live_turns.mean()), nov[bench], rules,
-                                        gap=gap).score
-    return Scored(composite(scores, rules), any(rejected.values()), penalised, rejected, measured)
+    """The head's composite and overfit gate without a king, as `verdict.judge` reads them."""
+    measured = {b: measure(hidden, head, halves, b) for b in rules.benchmarks}
+    decided = judge(measured, None, nov, rules)
+    return Scored(decided.composite, decided.outcome == REJECTED,
+                  {b: s.overfit_penalty < 1.0 for b, s in decided.scores.items()},
+                  {b: judge_gap(float(overfit_gap(m, rules)), rules).rejected
+                   for b, m in measured.items()}, measured)
 
 
 def rerun_turns(head: Choices, rng: np.random.Generator) -> Choices:

@@ -1,31 +1,11 @@
 """The repository's state on disk: where every file lives, and the one reader of leaderboard/.
 
-Layout, relative to the repository root:
-
-    submissions/<login>/<generation>/            a miner's submission folder
-    leaderboard/manifest.json                    the sealed benchmark's public manifest
-    leaderboard/king.json, history.json          the reigning head and every crowning
-    leaderboard/fairness.json                    the fairness figures (`tinyrouter fairness`)
-    leaderboard/attempts.jsonl                   every attempt that passed the rate-limit gate
-    leaderboard/queue.jsonl                      queue events (an approved evaluation starting,
-                                                 one that ended without a result)
-    leaderboard/results/<miner>/<generation>.json  the decisive public result of a submission
-    leaderboard/results/<miner>/<generation>.<void|stale|withdrawn>.<time>.json  an evaluation
-                                                 that decided nothing for the generation
-    leaderboard/results.sha256                   every result file's SHA-256, one `sha256sum`
-                                                 line each, appended as the file is written (what
-                                                 the record job attests; `validate` checks it)
-    leaderboard/revealed/                        a retired season in the open (`reveal
-                                                 --season`, read by `replay`: evaluator/replay.py)
-
-`Store` reads strictly by default: a file that is not JSON, breaks its JSON Schema or holds a
-field the records' codec refuses is a `LeaderboardError` naming it. `Store(..., lenient=True)`
-is the site's display mode: files must still be JSON objects, but their fields are read
-loosely (see `evaluator.codec`), so a page can show what a file holds. Writes are atomic
-(state files) or one fsynced line (the attempts log, the queue events), and each record is
-checked against its schema as it is written; the gates read the attempts log leniently on
-that account (a season's log is thousands of lines), and `tinyrouter leaderboard validate`
-checks every file.
+The layout (the names below; the Reference page lists them): submissions/<login>/<generation>/,
+and under leaderboard/ the manifest, king, history, fairness figures, attempts log, queue
+events, results (one decisive file per generation, one dated file per void, stale or withdrawn
+evaluation), their digests and a retired season revealed. `Store` reads strictly (a file that
+breaks its schema or the codec is a `LeaderboardError` naming it), or leniently for the site;
+every write is atomic or one fsynced line, each record checked against its schema as written.
 """
 
 from __future__ import annotations
@@ -233,7 +213,7 @@ class Store:
         path = self.file(ATTEMPTS_FILE)
         rows = read_json_lines(path)
         if self.lenient:
-            return [Attempt.from_dict(row) for row in rows]
+            return [Attempt.from_dict(row, strict=False) for row in rows]
         where = [f"{self.relative(path)} line {number}" for number in range(1, len(rows) + 1)]
         for line, row in zip(where, rows, strict=True):
             self._checked("attempt", row, Path(line))
@@ -272,7 +252,7 @@ class Store:
         data = self._checked("result", read_json(path), path)
         record = Result.from_dict(data, not self.lenient, self.relative(path))
         if self.lenient and record.miner == "None":  # a file without a name: show its folder
-            record = Result.from_dict({**data, "miner": path.parent.name})
+            record = Result.from_dict({**data, "miner": path.parent.name}, strict=False)
         return record
 
     def results(self) -> list[Result]:

@@ -1,25 +1,10 @@
 """The match, once: from measured outcomes to a verdict, for evaluation, `score` and `fairness`.
 
-Two functions carry it. `measured` turns a head's graded items and live outcomes into the
-numbers every component is computed from, applying the failed-session rule once. `judge` is
-the verdict: each side's composite, the overfit gate, the crown's evidence rule and the
-outcome with its reason. It is pure, so the table in tests/test_verdict.py pins it, and the
-evaluator, a miner's preview and the fairness simulation all decide by this code.
-
-The evidence rule (SPEC §8, the Scoring and Fairness pages). The crown is decided on the
-difference of the two composites *without* the overfit factor (the gate's hard reject still
-stops a head; its penalty still shapes the published composite), with cached accuracy paired
-over the audit, the items that were never published: a lead on the public pool is one a
-memoriser can set at will, so it decides no crown (`_cached_evidence`). A live question counts
-as a tie only where the tie is certain: both heads' sessions made the same calls and every call
-of the king's session was a replay of the challenger's from the evaluation's response cache
-(`session_calls`, `LiveOutcome.replayed`). The test reads that difference with its live part
-weighed by `crown_live_weight` (the weighted difference), whose standard error comes from the
-delta method on paired per-item differences, and z = weighted difference / error is read in
-stages: after the first live stage a head is crowned when z > `crown_z_first`, loses when
-z ≤ `lose_z_first`, and otherwise plays the rest of the live split; after the last stage it is
-crowned when z > `crown_z_final`. A crown also needs the whole difference to reach
-`win_margin`.
+`measured` turns a head's graded items and live outcomes into the numbers every component is
+computed from; `judge` is the verdict: each side's composite, the overfit gate, the crown
+test's evidence (`evidence`, read by `crowns`, the one crown rule) and the outcome with its
+reason. It is pure, so the table in tests/test_verdict.py pins it; the Scoring page explains
+the crown test.
 """
 
 from __future__ import annotations
@@ -224,24 +209,28 @@ def evidence(challenger: Mapping[str, Measured], king: Mapping[str, Measured],
                     math.sqrt(sum(p.cached_var + p.live_var for p in parts)) / n)
 
 
+def reaches_margin(difference: float, rules: Competition) -> bool:
+    """Whether the crown test's difference reaches `win_margin`."""
+    return difference >= rules.win_margin - TOLERANCE
+
+
+def crowns(stage: int, difference: float, z: float, rules: Competition) -> bool:
+    """The crown rule: the difference reaches the margin and z exceeds the stage's bar."""
+    return reaches_margin(difference, rules) and z > rules.crown_bar(stage)
+
+
 def evidence_outcome(ev: Evidence, rules: Competition) -> str:
     """KING, LOST or MORE for the evidence after its stage."""
-    last = ev.stage >= len(rules.live_stages)
-    margin = ev.difference >= rules.win_margin - TOLERANCE
-    if margin and ev.z > (rules.crown_z_final if last else rules.crown_z_first):
+    if crowns(ev.stage, ev.difference, ev.z, rules):
         return KING
-    if last or ev.z <= rules.lose_z_first:
+    if ev.stage >= len(rules.live_stages) or ev.z <= rules.lose_z_first:
         return LOST
     return MORE
 
 
-def published_crowns(test: Mapping[str, float], rules: Competition, slack: float = 0.0) -> bool:
-    """Whether a published crown test (`Evidence.to_dict`) crowns, giving it `slack` on each
-    figure (a loss is published rounded)."""
-    last = int(test["stage"]) >= len(rules.live_stages)
-    crown_z = rules.crown_z_final if last else rules.crown_z_first
-    return bool(test["difference"] + slack >= rules.win_margin - TOLERANCE
-                and test["z"] + slack > crown_z)
+def published_crowns(test: Mapping[str, float], rules: Competition) -> bool:
+    """Whether a published crown test (`Evidence.to_dict`) crowns."""
+    return crowns(int(test["stage"]), test["difference"], test["z"], rules)
 
 
 # ---------------------------------------------------------------- the verdict
@@ -297,21 +286,25 @@ def _composite(side: Mapping[str, Measured], novelties: Mapping[str, float],
     return scores, composite({b: s.score for b, s in scores.items()}, rules)
 
 
-def _reason(outcome: str, ev: Evidence, rules: Competition) -> str:
-    last = ev.stage >= len(rules.live_stages)
-    crown_z = rules.crown_z_final if last else rules.crown_z_first
+def evidence_reason(ev: Evidence, rules: Competition) -> str:
+    """Why the evidence decides what `evidence_outcome` says, with the figures it read."""
+    outcome = evidence_outcome(ev, rules)
     where = f"after live stage {ev.stage} of {len(rules.live_stages)}"
+    bar, lose, z = rules.crown_bar(ev.stage), rules.lose_z_first, f"{ev.z:.2f}"
+    margin = f"the difference {ev.difference:+.4f}"
     if outcome == KING:
-        return (f"crowned {where}: the difference {ev.difference:+.4f} reaches the margin of "
-                f"{rules.win_margin} and its z of {ev.z:.2f} exceeds {crown_z}")
+        return (f"crowned {where}: {margin} reaches the margin of {rules.win_margin} and its z "
+                f"of {z} exceeds {bar}")
+    short = not reaches_margin(ev.difference, rules)
     if outcome == MORE:
-        return (f"undecided {where}: z of {ev.z:.2f} is above {rules.lose_z_first} but not "
-                f"above {crown_z}; the rest of the live split is played")
-    if ev.difference < rules.win_margin - TOLERANCE:
-        short = f"the difference {ev.difference:+.4f} is short of the margin of {rules.win_margin}"
-    else:
-        short = f"z of {ev.z:.2f} does not exceed {crown_z}"
-    return f"lost {where}: {short}"
+        why = (f"{margin} is short of the margin of {rules.win_margin}, and z of {z} is above "
+               f"{lose}" if short else f"z of {z} is above {lose} but not above {bar}")
+        return f"undecided {where}: {why}; the rest of the live split is played"
+    if ev.stage < len(rules.live_stages):
+        return f"lost {where}: z of {z} is not above {lose}; the rest of the live split is not played"
+    why = (f"{margin} is short of the margin of {rules.win_margin}" if short
+           else f"z of {z} does not exceed {bar}")
+    return f"lost {where}: {why}"
 
 
 def judge(challenger: Mapping[str, Measured], king: Mapping[str, Measured] | None,
@@ -330,8 +323,8 @@ def judge(challenger: Mapping[str, Measured], king: Mapping[str, Measured] | Non
         return Verdict(KING, "crowned: the first head that passes the gates", scores, mine)
     king_scores, theirs = _composite(king, novelties, rules)
     ev = evidence(challenger, king, rules, stage)
-    outcome = evidence_outcome(ev, rules)
-    return Verdict(outcome, _reason(outcome, ev, rules), scores, mine, king_scores, theirs, ev)
+    return Verdict(evidence_outcome(ev, rules), evidence_reason(ev, rules), scores, mine,
+                   king_scores, theirs, ev)
 
 
 # ---------------------------------------------------------------- a worked match
@@ -399,8 +392,10 @@ def walk_through(rules: Competition, cached: tuple[int, int] = (5, 3),
              ) -> dict[str, object]:
         mine, king = (through_stage(h, stage, rules) for h in heads)
         decided = judge(mine, king, novelties, rules, stage=stage)
-        assert decided.evidence is not None  # a king was given
-        return {"outcome": str(decided.outcome), **decided.evidence.to_dict()}
+        ev = decided.evidence
+        assert ev is not None  # a king was given
+        return {"outcome": str(decided.outcome), **ev.to_dict(), "bar": rules.crown_bar(stage),
+                "reaches_margin": reaches_margin(ev.difference, rules)}
 
     return {"cached": cached, "first": first,
             "stage1": step(worked_match(cached, first, (0, 0), rules), 1),

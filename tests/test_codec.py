@@ -33,7 +33,7 @@ SCORE = BenchmarkScore(cached_acc=0.8133, audit_acc=0.7466667, live_acc=0.65, av
                        efficiency=0.4387, novelty=0.31, overfit_penalty=1.0, score=0.6723)
 BENCHES = ("math500", "mmlu", "livecodebench")
 PARTITION = Partition(seed="ab" * 32, salt="cd" * 16)
-SEEN = Seen("0123456789abcdef", 3.25)
+SEEN = Seen("0123456789abcdef")
 HEAD = HeadRecord(miner="alice", generation=2, pr=7, head_sha="a" * 40, composite=0.67231,
                   per_benchmark={b: SCORE for b in BENCHES}, live_cost_usd=0.4231,
                   items={"math500": {"eval": [["q1", True]], "live": []}})
@@ -67,7 +67,7 @@ WRITTEN = [
     ("BenchmarkScore", SCORE, "to_dict"),
     ("Partition", PARTITION, "to_dict"),
     ("Seen", SEEN, "to_dict"),
-    ("Attempt", Attempt("alice", 2, 7, "a" * 40, "2026-11-30T09:00:00Z", "b" * 64, "AAAA",
+    ("Attempt", Attempt("alice", 2, 7, "a" * 40, "2026-11-30T09:00:00Z", "b" * 64, "q7:AAAA",
                         True, None), "to_dict"),
     ("Attempt.failed", Attempt("bob", 1, 8, "c" * 40, "2026-11-30T09:00:00Z", None, None, False,
                                2), "to_dict"),
@@ -136,8 +136,7 @@ def _result() -> dict:
     (Attempt, {**_attempt(), "gates": {"passed": "yes", "failed": None}},
      "gates.passed should be bool"),
     (Attempt, {**_attempt(), "gates": []}, "gates should be a JSON object"),
-    (Attempt, {**_attempt(), "seen": {"basis": "0" * 16, "energy": 0.0}},
-     "energy must be positive"),
+    (Attempt, {**_attempt(), "seen": {"basis": 16}}, "seen.basis should be str"),
     (Result, {**_result(), "outcome": "crowned"}, "outcome should be one of king, lost"),
     (Result, {**_result(), "ci95": [0.1]}, "ci95 should be a list of 2"),
     (Crowning, {**json.loads(FIXTURE.read_text("utf-8"))["Crowning"], "scores": {"mmlu": "x"}},
@@ -154,7 +153,7 @@ def test_strict_reading_refuses_and_names_the_field(cls, data, refused):
     (Result, {"miner": "x", "outcome": "lost", "composite": "high", "ci95": [1]},
      dict(miner="x", outcome=Outcome.LOST, composite=None, ci95=None, generation=0)),
     (Result, {"outcome": "crowned"}, dict(miner="None", outcome="crowned", evaluated_at="None")),
-    (Attempt, {"miner": "m", "gates": "yes", "seen": {"basis": "b", "energy": -1.0}},
+    (Attempt, {"miner": "m", "gates": "yes", "seen": {"basis": 16}},
      dict(gates_passed=False, failed_gate=None, seen=None, pr=None)),
     # a nested record reads whole or not at all; a dict leaves out what it cannot read
     (Result, {"per_benchmark": {"mmlu": SCORE.to_dict(), "math500": {"score": 0.5}}},

@@ -27,9 +27,11 @@ def lost(composite, king, stage=2):
      "lead of +0.02 or more, beyond chance, on the items that were never published.", 0.02),
     (lost(0.6201, 0.6093, stage=1), "Not crowned after live stage 1 of 2", 0.01),
     ({**ID, "outcome": "king", "composite": 0.64, "king_composite": 0.5623, "delta": 0.0777,
-      "ci95": [0.01, 0.12]}, "Crowned: +0.0777 over the king re-scored on the same items "
-     "(at least +0.02 is needed), and the 95% interval of the difference, +0.0100 to +0.1200, "
-     "lies above zero.", 0.0777),
+      "ci95": [0.01, 0.12], "crown_test": {"stage": 1, "difference": 0.065, "se": 0.018,
+                                           "z": 3.61, "live_items": 20, "live_sessions": 120}},
+     "Crowned after live stage 1 of 2: +0.0777 over the king re-scored on the same items; the "
+     "difference without the overfit factor, +0.0650, reaches the margin of +0.02 and its z of "
+     "3.61 clears 3.29.", 0.0777),
     ({**ID, "outcome": "king", "composite": 0.64}, "the first head to pass every check", None),
     ({**ID, "outcome": "rejected", "reason": "gate 5 (overfit): math500 gap 0.19 > 0.15"},
      "Rejected at gate 5 (overfit): math500 gap 0.19 > 0.15.", None),

@@ -204,7 +204,8 @@ def test_an_attempt_whose_evaluation_was_void_is_refunded(repo, make_submission)
     void = {"format": 1, "miner": "alice", "generation": 1, "pr": 6, "head_sha": "e" * 40,
             "evaluated_at": "2026-11-29T09:00:00Z", "outcome": "void",
             "reason": "void: the pool failed", "composite": None, "delta": None,
-            "benchmark_manifest": None, "partition_commitment": None}
+            "benchmark_manifest": None, "partition_commitment": None, "isolation": None,
+            "not_compared": None}
     Store(repo).write_result(void)
     assert gates_for(repo, attempts=[spent]).results[1].passed is True
 
@@ -402,9 +403,10 @@ def test_the_fingerprint_ignores_shift_and_scale_and_is_compact():
     assert fingerprint(shifted, 3) @ view == pytest.approx(1.0)
     rules = dataclasses.replace(OFFICIAL, hidden_size=16)
     assert decode_fingerprint(encode_fingerprint(view, 3), rules) @ view == pytest.approx(1.0, abs=1e-3)
-    # the float16 format of earlier logs is still read
-    legacy = base64.b64encode(view.astype("<f2").tobytes()).decode()
-    assert decode_fingerprint(legacy, rules) @ view == pytest.approx(1.0, abs=1e-3)
+    # a line in no format the log writes (bare float16 rows, say) is refused, not guessed at
+    bare = base64.b64encode(view.astype("<f2").tobytes()).decode()
+    with pytest.raises(ValueError, match="starts with 'q7:' or 'p16:'"):
+        decode_fingerprint(bare, rules)
 
 
 def test_an_attempts_line_stays_under_3_kb(repo, make_submission):

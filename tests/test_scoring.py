@@ -10,7 +10,6 @@ from evaluator.scoring import (
     Measured,
     bench_score,
     composite,
-    crowns,
     efficiency,
     judge_gap,
     novelty,
@@ -135,32 +134,6 @@ def test_composite_is_the_mean_over_the_benchmarks():
     assert composite({"a": 0.5, "b": 0.7}, TWO) == pytest.approx(0.6)
     with pytest.raises(ValueError, match="b"):
         composite({"a": 0.5}, TWO)
-
-
-@pytest.mark.parametrize(("challenger", "king", "lower", "crowned"), [
-    # no king: any passing head takes the crown
-    (0.1, None, None, True),
-    # exactly the margin crowns, even where float subtraction falls short of it
-    (0.71, 0.69, 0.01, True),
-    (0.12, 0.10, 0.01, True),
-    (0.3, 0.28, 0.001, True),
-    # a hair under the margin, a tie, a loss
-    (0.70999, 0.69, 0.01, False),
-    (0.69, 0.69, 0.01, False),
-    (0.5, 0.69, 0.01, False),
-    # the margin met but the interval reaches zero or below: no evidence, no crown
-    (0.75, 0.69, 0.0, False),
-    (0.75, 0.69, -0.02, False),
-    (0.75, 0.69, None, False),
-])
-def test_margin_and_interval(challenger, king, lower, crowned):
-    assert crowns(challenger, king, lower, OFFICIAL) is crowned
-
-
-def test_margin_reads_the_rule():
-    wide = dataclasses.replace(OFFICIAL, win_margin=0.05)
-    assert crowns(0.75, 0.69, 0.01, wide)
-    assert not crowns(0.73, 0.69, 0.01, wide)
 
 
 def measured(eval_correct, audit=None, live=None, turns=None):

@@ -52,7 +52,7 @@ def result(outcome, at, sha="b" * 40):
     return {"format": 1, "miner": "alice", "generation": 1, "pr": 7, "head_sha": sha,
             "evaluated_at": at, "outcome": outcome, "reason": f"{outcome}: why",
             "composite": None, "delta": None, "benchmark_manifest": None,
-            "partition_commitment": None}
+            "partition_commitment": None, "isolation": None, "not_compared": None}
 
 
 def test_decided_ignores_void_and_stale_results(repo):

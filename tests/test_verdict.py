@@ -7,6 +7,7 @@ import pytest
 
 from evaluator import simulation
 from evaluator.evaluate import HeadRun
+from evaluator.explain import explain
 from evaluator.loop import ANSWERED, FAILED, LiveOutcome
 from evaluator.preview import Played, benchmark_report
 from evaluator.records import KING, LOST, REJECTED
@@ -16,8 +17,11 @@ from evaluator.types import Decision
 from evaluator.verdict import (
     MORE,
     Z_CAP,
+    Evidence,
     components,
     evidence,
+    evidence_outcome,
+    evidence_reason,
     judge,
     measured,
     overfit_reason,
@@ -63,6 +67,60 @@ def test_the_crown_test_stage_by_stage(cached, first, rest, after_first, after_l
     assert published_crowns(test, OFFICIAL) is (after_last == KING)
     # the published delta is the composites' difference, penalty included
     assert final.delta == pytest.approx(final.composite - final.king_composite)
+
+
+SPLIT = {"crown_z_first": 4.0, "crown_z_final": 2.5}  # a first bar above the final one
+
+
+@pytest.mark.parametrize(("rules", "stage", "difference", "z", "outcome", "reason"), [
+    # crowned: the difference reaches the margin and z exceeds the stage's bar
+    ({}, 1, 0.05, 3.5, KING, "crowned after live stage 1 of 2: the difference +0.0500 reaches "
+     "the margin of 0.02 and its z of 3.50 exceeds 3.29"),
+    ({}, 2, 0.05, 3.5, KING, "crowned after live stage 2 of 2"),
+    # exactly the margin crowns, even where float subtraction falls short of it
+    ({}, 2, 0.71 - 0.69, 3.5, KING, "the difference +0.0200 reaches the margin of 0.02"),
+    # short of the margin: lost after the last stage, whatever z says
+    ({}, 2, 0.0199, 9.0, LOST, "lost after live stage 2 of 2: the difference +0.0199 is short of "
+     "the margin of 0.02"),
+    # z at the bar is not above it
+    ({}, 2, 0.05, 3.29, LOST, "lost after live stage 2 of 2: z of 3.29 does not exceed 3.29"),
+    # undecided after the first stage: z between the bars, or the margin short with z above
+    # the losing bar; the rest of the live split is played
+    ({}, 1, 0.05, 2.0, MORE, "undecided after live stage 1 of 2: z of 2.00 is above 1.0 but not "
+     "above 3.29; the rest of the live split is played"),
+    ({}, 1, 0.0199, 9.0, MORE, "undecided after live stage 1 of 2: the difference +0.0199 is "
+     "short of the margin of 0.02, and z of 9.00 is above 1.0"),
+    # lost after the first stage: z at or below the losing bar
+    ({}, 1, 0.05, 1.0, LOST, "lost after live stage 1 of 2: z of 1.00 is not above 1.0; the "
+     "rest of the live split is not played"),
+    # each stage reads its own bar
+    (SPLIT, 1, 0.05, 3.0, MORE, "z of 3.00 is above 1.0 but not above 4.0"),
+    (SPLIT, 2, 0.05, 3.0, KING, "its z of 3.00 exceeds 2.5"),
+])
+def test_the_crown_rule(rules, stage, difference, z, outcome, reason):
+    """One row per outcome and reason; what is published and explained says the same."""
+    rules = dataclasses.replace(OFFICIAL, **rules)
+    ev = Evidence(stage, difference, difference, abs(difference / z), z, 20)
+    assert evidence_outcome(ev, rules) == outcome
+    assert reason in evidence_reason(ev, rules)
+    assert published_crowns(ev.to_dict(), rules) is (outcome == KING)
+    if outcome == MORE:
+        return  # never recorded: the next stage is played
+    record = {"miner": "bob", "generation": 2, "pr": 7, "head_sha": "a" * 40,
+              "evaluated_at": "2026-11-29T12:00:00Z", "outcome": str(outcome),
+              "composite": 0.6 + difference, "king_composite": 0.6, "delta": difference,
+              "ci95": [difference - 0.01, difference + 0.01],
+              "crown_test": {**ev.to_dict(), "live_sessions": 120}}
+    said = explain(record, rules).sentence
+    where = f" after live stage {stage} of {len(rules.live_stages)}"
+    assert said.startswith(("Crowned" if outcome == KING else "Not crowned") + where)
+    if outcome == KING:
+        assert f"its z of {z:.2f} clears {rules.crown_bar(stage)}" in said
+
+
+def test_the_crown_bar_of_each_stage():
+    rules = dataclasses.replace(OFFICIAL, **SPLIT)
+    assert [rules.crown_bar(stage) for stage in (1, 2, 3)] == [4.0, 2.5, 2.5]
 
 
 def test_the_scoring_pages_walk_through_is_the_tables_rows():

@@ -74,7 +74,7 @@ def demo_hint(practise_script: Path, repo: Path) -> list[str]:
     """What `tinyrouter demo` prints to serve its king against its simulator (if it has one)."""
     from evaluator.store import Store
 
-    if Store(repo, lenient=True).king() is None:
+    if Store(repo).king() is None:
         return []
     return [f"Serve the king behind an OpenAI-compatible API, against the simulator: "
             f". {practise_script} && {DEMO_COMMAND}",

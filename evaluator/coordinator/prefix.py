@@ -1,18 +1,9 @@
 """The frozen-prefix cache (SPEC §3, "Performance idea").
 
-SVF touches one layer, so the residual stream entering it never depends on θ. It is
-computed once per transcript, with its `x·V` coordinates for q, k and v (their input
-is frozen too); each θ then runs the SVF layer over the sequence, any later layers
-but the last in full, and the last layer's keys and values over the sequence but its
-query, output and MLP at the one position read, then the final norm. The EOS token is
-dropped: under causal attention it cannot change the state at position −2.
-
-`features_many` evaluates K scale vectors (a generation's candidates) together: what does
-not depend on θ is done once, the per-candidate matrix products run batched.
-
-Memory: chunks are held in memory up to a byte budget; beyond it they are spilled to
-`spill_dir` (safetensors) when one is given, else recomputed on every pass. A batched pass
-holds as many candidates as `candidate_bytes` fits in the device's ACTIVATION_BYTES.
+SVF touches one layer, so the residual stream entering it never depends on θ: it is computed
+once per transcript, and each θ runs only the SVF layer and what follows it, the last layer at
+the one position read. `features_many` evaluates a generation's K scale vectors together.
+Chunks beyond a byte budget are spilled to `spill_dir` when one is given, else recomputed.
 """
 
 from __future__ import annotations

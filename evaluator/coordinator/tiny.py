@@ -1,27 +1,11 @@
 """A tiny Qwen3 checkpoint for tests and the demo, read by the same loading code.
 
-Small enough to run in milliseconds on a CPU, but shaped like Qwen3-0.6B in proportion:
-4 layers, grouped-query attention (two query heads per key/value head, keys and values as
-wide as the hidden state), a byte-level BPE tokenizer and an EOS token. What a linear head
-reads at the read position is made to carry the question's words, as a trained encoder's
-features carry its meaning:
-
-- the tokenizer and the token embeddings are learned from the bundled demo corpus's
-  questions (its public items, never the private ones): 4,096 tokens, and as embeddings
-  each token's loadings on the corpus's 128 main word directions (a latent semantic
-  analysis: the TF-IDF token-question matrix's leading singular vectors), so questions on
-  one subject lie near each other whatever random seed;
-- attention is flat (q_norm's gain 0) and the MLPs are silent, so the SVF layer's attention
-  writes the mean of the transcript's normalised token embeddings into the read position,
-  through random orthogonal value and output projections; the other layers write nothing.
-
-Measured on the demo's collected rows (a start fitted to the category lookup's choices,
-scored by the personas' skills on every corpus question it did not train on, 8 splits):
-random embeddings over a fixed 512-token vocabulary routed 1.6 points below the lookup,
-these 0.4, as close as an exact bag of the questions' words (0.4-0.5). The same embeddings
-through random projections in every layer routed 0.9-1.3 points below: each layer mixes a
-differently weighted bag into the same 128 dimensions. The SVF layer's value and output
-scales reweigh the words' directions.
+Shaped like Qwen3-0.6B in proportion (4 layers, grouped-query attention, a byte-level BPE
+tokenizer, an EOS token) and fast on a CPU. Its tokenizer and token embeddings are learned
+from the demo corpus's public questions (each token's loadings on the corpus's main word
+directions), attention is flat and the MLPs silent, so the SVF layer writes the mean of the
+transcript's token embeddings into the read position: a linear head reads the question's
+words, as a trained encoder's features carry its meaning.
 """
 
 from __future__ import annotations

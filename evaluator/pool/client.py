@@ -1,30 +1,10 @@
 """The OpenRouter client: OpenAI-compatible chat completions with retries, bounded concurrency,
 usage and cost per call, and one ledger line per paid call.
 
-A call's cost is what the response says it billed: OpenRouter reports `usage.cost` (in credits,
-one per US dollar) on every response, unasked; a 200 without it is malformed and retried.
-
-The network enters through `base_url` (env `OPENROUTER_BASE_URL`) and `transport`, so tests
-and the demo talk to the loopback simulator. The key and message bodies are never logged.
-
-The failure policy, after OpenRouter's documented error and finish_reason shapes. A call ends
-as exactly one of:
-
-- an answer: a 200 whose choice finished any other way (`stop`, `tool_calls`, none given);
-- a refusal (`Completion.refused`): a 403 moderation or guardrail block, a 400 whose
-  `error.metadata.error_type` is a content-policy violation or refusal, or a 200 with
-  `finish_reason: "content_filter"`;
-- a truncated answer (`Completion.truncated`): a 200 with `finish_reason: "length"`; its text
-  is what came back (`content: null` reads as "");
-- `InfrastructureError`: a retryable failure (408, 409, 429, 5xx, a 402 naming the in-flight
-  budget with `Retry-After`, a 200 carrying an `error`, `finish_reason: "error"`, a broken
-  body, a timeout or a dropped connection) still failing after `RetryPolicy.attempts`, or once
-  the evaluation's `RetryBudget` is spent;
-- `OutOfCreditError`: any other 402, or a 403 naming a spending limit: fatal at once;
-- `PoolError`: another 4xx (the key, slug or request is wrong for every call): fatal at once.
-
-A call's ledger lines: one for the 200 it returned, and one for each failed generation that
-reported its cost (it was billed); a refusal by status was not billed.
+A call's cost is what the response says it billed (`usage.cost`, one credit per US dollar; a
+200 without it is malformed and retried). The network enters through `base_url` (env
+`OPENROUTER_BASE_URL`) and `transport`, so tests and the demo talk to the loopback simulator.
+The key and message bodies are never logged.
 """
 
 from __future__ import annotations
@@ -208,8 +188,21 @@ class OpenRouterClient:
                 "reasoning": {"effort": self.rules.reasoning_effort}}
 
     async def chat(self, model_name: str, messages: list[dict]) -> Completion:
-        """One call, retried on transient failures: an answer, a refusal or a truncated answer
-        (see the module's policy); raises InfrastructureError when it gives up."""
+        """One call, ending as exactly one of (after OpenRouter's documented error shapes):
+
+        - an answer: a 200 that finished any other way than below;
+        - a refusal (`Completion.refused`): a 403 moderation or guardrail block, a 400 whose
+          `error.metadata.error_type` is a content-policy violation or refusal, or a 200 with
+          `finish_reason: "content_filter"`;
+        - a truncated answer (`Completion.truncated`): a 200 with `finish_reason: "length"`;
+        - `InfrastructureError`: a retryable failure (408, 409, 429, 5xx, a 402 naming the
+          in-flight budget with `Retry-After`, a 200 carrying an `error` or `finish_reason:
+          "error"`, a broken body, a timeout, a dropped connection) still failing after
+          `RetryPolicy.attempts`, or once the `RetryBudget` is spent;
+        - `OutOfCreditError` (any other 402, or a 403 naming a spending limit) or `PoolError`
+          (another 4xx): fatal at once.
+
+        Ledger lines: the 200 it returned, and each failed attempt that reported a cost."""
         body = self.request_body(model_name, messages)
         wasted, attempt = 0.0, 0  # what failed attempts billed
         while True:

@@ -1,20 +1,10 @@
 """The Leaderboard page's table: every evaluated head ranked by the paired evidence the
 competition already has, with the baselines as rows of the same table.
 
-Ranks. Each evaluation is a paired comparison: the challenger and the king, re-scored on the
-same items, read by the crown test. A head counts as significantly better than another when an
-evaluation of the two found the crown test's z above `crown_z_final` in its favour (the bar a
-crown clears), or when a chain of such findings leads from one to the other. A head's rank is
-1 plus the number of heads significantly better; its interval runs to the number of heads less
-those significantly worse: every place the evidence allows, so heads no comparison separates
-share places. Unpaired intervals are never compared (two heads' composites were measured on
-different items).
-
-Figures. A king's are public; a loser's composite is published rounded, its components and
-its crown test hidden (the disclosure rule: no interval, no z, so a loss separates no heads),
-until the season retires: then `replay` re-derives every verdict from the revealed records, and a reproduced
-one's row fills in at full precision. A verdict the replay could not reproduce keeps its
-published figures and says so.
+A head is significantly better than another when an evaluation of the two found the crown
+test's z above `crown_z_final` in its favour, or a chain of such findings leads from one to
+the other (`_ranks`); heads no comparison separates share places. A loser's figures are
+published rounded and its crown test hidden, until `replay` reproduces its verdict.
 """
 
 from __future__ import annotations

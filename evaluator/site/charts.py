@@ -291,26 +291,7 @@ def cost_figure(points: Sequence[Any], oracle: float | None,
     with matplotlib.rc_context(frame.style()):
         fig = Figure(figsize=(frame.width, 4.6 if frame is WIDE else 4.4), layout="constrained")
         ax = fig.subplots()
-        styles = {"model": ("s", COLORS[5], "pool model, one answer"),
-                  "random": ("X", COLORS[4], "random routing, one answer"),
-                  "lookup": ("D", COLORS[3], "category lookup, one answer")}
-        for kind, (marker, color, label) in styles.items():
-            mine = [p for p in points if p.kind == kind]
-            if mine:
-                ax.scatter([p.cost_per_1k_usd for p in mine], [p.accuracy for p in mine],
-                           marker=marker, color=color, s=46, label=label, zorder=3)
-        heads = [p for p in points if p.kind == "head"]
-        if heads:
-            ax.scatter([p.cost_per_1k_usd for p in heads], [p.accuracy for p in heads],
-                       marker="o", facecolors="none", edgecolors=COLORS[2], s=30, zorder=3,
-                       label="head that lost, live sessions")
-        if kings[:-1]:
-            ax.scatter([p.cost_per_1k_usd for p in kings[:-1]], [p.accuracy for p in kings[:-1]],
-                       marker="o", color=COLORS[0], alpha=0.35, s=36, zorder=3,
-                       label="earlier king, live sessions")
-        if kings:
-            ax.scatter([kings[-1].cost_per_1k_usd], [kings[-1].accuracy], marker="o",
-                       color=COLORS[0], s=60, zorder=4, label="latest king, live sessions")
+        _draw_points(ax, points, kings)
         ax.margins(x=0.15, y=0.2)
         front = frontier(points)
         if len(front) > 1:
@@ -319,14 +300,7 @@ def cost_figure(points: Sequence[Any], oracle: float | None,
         if oracle is not None:
             ax.axhline(oracle, color="#666666", linestyle=":", linewidth=1,
                        label="oracle ceiling (cached)")
-        positive = [c for c in costs if c > 0]
-        if positive and max(positive) / min(positive) > 20:
-            ax.set_xscale("log")
-            ax.xaxis.set_minor_formatter(NullFormatter())
-            ax.xaxis.set_major_formatter(lambda value, _: usd_tick(value, [value]))
-        else:
-            ax.xaxis.set_major_locator(MaxNLocator(4 if frame is NARROW else 7, steps=NICE_STEPS))
-            ax.xaxis.set_major_formatter(UsdTicks())
+        _usd_axis(ax, costs, frame)
         ax.set_xlabel("USD per 1,000 questions")
         ax.set_ylabel("accuracy (mean over benchmarks)" if frame is WIDE else "mean accuracy")
         ax.set_title("Accuracy against cost", loc="left")
@@ -335,6 +309,42 @@ def cost_figure(points: Sequence[Any], oracle: float | None,
         _place_labels(fig, ax, [p for p in points if p.kind not in ("king", "head")]
                       + kings[-1:], frame)
     return fig
+
+
+def _draw_points(ax: Any, points: Sequence[Any], kings: Sequence[Any]) -> None:
+    """`cost_figure`'s points: one scatter per kind, the latest king on top."""
+    styles = {"model": ("s", COLORS[5], "pool model, one answer"),
+              "random": ("X", COLORS[4], "random routing, one answer"),
+              "lookup": ("D", COLORS[3], "category lookup, one answer")}
+    for kind, (marker, color, label) in styles.items():
+        mine = [p for p in points if p.kind == kind]
+        if mine:
+            ax.scatter([p.cost_per_1k_usd for p in mine], [p.accuracy for p in mine],
+                       marker=marker, color=color, s=46, label=label, zorder=3)
+    heads = [p for p in points if p.kind == "head"]
+    if heads:
+        ax.scatter([p.cost_per_1k_usd for p in heads], [p.accuracy for p in heads],
+                   marker="o", facecolors="none", edgecolors=COLORS[2], s=30, zorder=3,
+                   label="head that lost, live sessions")
+    if kings[:-1]:
+        ax.scatter([p.cost_per_1k_usd for p in kings[:-1]], [p.accuracy for p in kings[:-1]],
+                   marker="o", color=COLORS[0], alpha=0.35, s=36, zorder=3,
+                   label="earlier king, live sessions")
+    if kings:
+        ax.scatter([kings[-1].cost_per_1k_usd], [kings[-1].accuracy], marker="o",
+                   color=COLORS[0], s=60, zorder=4, label="latest king, live sessions")
+
+
+def _usd_axis(ax: Any, costs: Sequence[float], frame: Frame) -> None:
+    """`cost_figure`'s cost axis: logarithmic where the costs span more than ×20."""
+    positive = [c for c in costs if c > 0]
+    if positive and max(positive) / min(positive) > 20:
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.xaxis.set_major_formatter(lambda value, _: usd_tick(value, [value]))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(4 if frame is NARROW else 7, steps=NICE_STEPS))
+        ax.xaxis.set_major_formatter(UsdTicks())
 
 
 NICE_STEPS = (1, 2, 2.5, 5, 10)  # tick steps a reader counts in

@@ -1,14 +1,9 @@
 """MkDocs hooks, named in mkdocs.yml: generate pages from `leaderboard/` and render the rules.
 
-`mkdocs build` and `mkdocs serve` run them on their own (leaderboard from
-TINYROUTER_LEADERBOARD_DIR or `<repo>/leaderboard`, rules from TINYROUTER_COMPETITION
-or the official ones); `build_site` passes both through `config.extra["tinyrouter"]`.
-The repository the site links to is `repo_url` (TINYROUTER_REPO_URL), else the one a GitHub
-workflow runs in, else none: the site never links to a repository it was not told about.
-The address the site is served at is `site_url` (TINYROUTER_SITE_URL), else the GitHub Pages
-address of the repository a workflow runs in: the 404 page's links and the feed's need it.
-A demo site (TINYROUTER_DEMO=1, or `build_site(demo=True)`) says so on every page.
-"Now" is SOURCE_DATE_EPOCH when set (a reproducible build), else the clock.
+`mkdocs build` and `serve` run them on their own (the board from TINYROUTER_LEADERBOARD_DIR or
+`<repo>/leaderboard`, rules from TINYROUTER_COMPETITION or the official ones); `build_site`
+passes both through `config.extra["tinyrouter"]`. The site links only to a repository it was
+told about (`repo_url`), and a demo site says so on every page.
 """
 
 from __future__ import annotations

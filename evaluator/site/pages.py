@@ -7,6 +7,7 @@ import json
 import math
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -377,21 +378,17 @@ def _evaluation_pages(env: Environment, common: dict[str, Any], content: SiteCon
 def generate(state: LeaderboardState, rules: Competition, repo_url: str | None = None,
              now: datetime | None = None, rewards: dict[str, Any] | None = None,
              site_url: str | None = None, demo: bool = False) -> SiteContent:
-    """Render every generated page (templates/site/), the charts and the downloads.
-
-    `now` is the build's time (the history chart runs to it, rate-limit slots are counted
-    from it); `rewards` is the maintainers' `extra.rewards` from mkdocs.yml; `site_url` the
-    address the site is served at (the feed's links are absolute with it); `demo` marks a
-    site built from the demo's made-up board.
-    """
+    """Render every generated page (templates/site/), the charts and the downloads. `now` is
+    the build's time (the history chart runs to it, rate-limit slots are counted from it);
+    `rewards` the maintainers' `extra.rewards` from mkdocs.yml; `site_url` the address the
+    site is served at (the feed's links are absolute with it); `demo` marks a site built
+    from the demo's made-up board."""
     now = now or utc_now()
     env = make_environment(rules, repo_url)
     line, miners, names = reigns(state), state.miners(), state.display_names()
     verdicts = entries(state, rules)
     base_url = site_url.rstrip("/") + "/" if site_url and _SITE_URL.fullmatch(site_url) else ""
-    by_miner: dict[str, list[Entry]] = {}
-    for entry in verdicts:
-        by_miner.setdefault(miner_id(entry.miner), []).append(entry)
+    by_miner = _by_miner(verdicts)
     env.globals["closest_of"] = lambda m: closest(by_miner.get(m.id, []))
     _state_globals(env, state, line)
     baselines, pool_models = _baselines(state), _pool_models(state, rules)
@@ -422,6 +419,27 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
         content.fragments[key] = env.get_template(f"site/{template}").render(
             common, page_uri=FRAGMENT_PAGES.get(key, "index.md"))
     paged = paged_miners(state)
+    _miner_pages(env, common, content, paged, by_miner)
+    _reign_pages(env, common, content, line, names)
+    content.assets[FEED_URI] = atom_feed(verdicts, base_url, now, _page_of(line, paged), names)
+    content.assets[BADGE_URI] = king_badge(state.king, names)
+    for name, text in download_files(state, rules, points, board).items():
+        content.assets[f"{DOWNLOADS_DIR}/{name}"] = text
+    content.assets[f"{DOWNLOADS_DIR}/{MINERS_JSON}"] = miners_json(state, names, by_miner)
+    return content
+
+
+def _by_miner(verdicts: list[Entry]) -> dict[str, list[Entry]]:
+    """The verdicts by miner id, in their order."""
+    by_miner: dict[str, list[Entry]] = {}
+    for entry in verdicts:
+        by_miner.setdefault(miner_id(entry.miner), []).append(entry)
+    return by_miner
+
+
+def _miner_pages(env: Environment, common: dict[str, Any], content: SiteContent,
+                 paged: list[MinerSummary], by_miner: dict[str, list[Entry]]) -> None:
+    """A page per miner that has one, listed in the navigation."""
     for miner in paged:
         uri = miner_uri(miner.name)
         own = by_miner.get(miner.id, [])
@@ -429,11 +447,21 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
             common, page_uri=uri, miner=miner, title=safe_label(miner.name), own=own,
             closest=closest(own))
         content.miner_nav.append({safe_label(miner.name): uri})
+
+
+def _reign_pages(env: Environment, common: dict[str, Any], content: SiteContent,
+                 line: list[Reign], names: dict[str, str]) -> None:
+    """A router card per reign."""
     for reign in line:
         content.pages[reign.uri] = env.get_template("site/router_card.md.j2").render(
             common, page_uri=reign.uri, reign=reign,
             has_mix_chart=reign.chart_uri in content.assets,
             title=safe_label(names.get(miner_id(reign.king.miner), reign.king.miner)))
+
+
+def _page_of(line: list[Reign], paged: list[MinerSummary]) -> Callable[[Entry], str]:
+    """Where the feed links a verdict: its reign's card, else its miner's page, else the
+    miners' list filtered to it."""
     by_reign = {(miner_id(r.king.miner), r.king.generation): r.uri for r in line}
     with_page = {m.id for m in paged}
 
@@ -446,9 +474,4 @@ def generate(state: LeaderboardState, rules: Competition, repo_url: str | None =
         return page_url("miners/index.md") + miner_query(entry.miner).removeprefix(
             "miners/index.md")
 
-    content.assets[FEED_URI] = atom_feed(verdicts, base_url, now, page_of, names)
-    content.assets[BADGE_URI] = king_badge(state.king, names)
-    for name, text in download_files(state, rules, points, board).items():
-        content.assets[f"{DOWNLOADS_DIR}/{name}"] = text
-    content.assets[f"{DOWNLOADS_DIR}/{MINERS_JSON}"] = miners_json(state, names, by_miner)
-    return content
+    return page_of

@@ -1,23 +1,11 @@
 """The evidence for the duplicate thresholds: how alike independent heads route and weigh.
 
-Several heads are trained on the demo's public train items the way miners would: default
-runs with their own seeds (each holds out its own rows, so the runs differ as two miners'
-do), and heads from the other starts a miner may choose (`--start zero`, and `--start rows`
-with no shrinking: a memoriser's). Each ordered pair (an earlier head, a later one) is
-measured as the checks measure it: gate 3's cosine of the model rows on the public items'
-feature basis, and the behavioural check's figures (contenders.alike): the share of items
-on which both pick the same model, and of the earlier head's own choices (items it sends
-away from its category's most-picked model) how many the later one makes too. Every
-disguised copy of each head (evaluator.copies) is measured beside them.
-
-How the thresholds are chosen: each sits above the most alike independent pair by a margin,
-so an honest head is never flagged. Default runs converge on the category lookup (one model
-per category, hardly a choice of their own) and so on nearly the same weights: gate 3's
-cosine sits above them by COSINE_MARGIN of what separates them from 1, and the behavioural
-check reads the own choices, which default runs do not share, with OWN_MARGIN over the most
-alike pair. Every disguise that keeps the model rows is caught by gate 3; a copier who moves
-them past it is caught while the copy still makes its original's own choices. A copy of a
-head with no own choices routes like any default run, so nothing is taken from anyone.
+Heads trained on the demo's public train items as miners would (default runs with their own
+seeds, and the other starts a miner may choose) are compared pair by pair as the checks
+compare them: gate 3's cosine on the feature basis and the behavioural check's figures
+(`contenders.alike`), with every disguised copy (`evaluator.copies`) beside them. Each
+threshold sits above the most alike independent pair by a margin (COSINE_MARGIN, OWN_MARGIN),
+so an honest head is never flagged.
 """
 
 from __future__ import annotations

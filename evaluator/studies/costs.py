@@ -1,13 +1,9 @@
 """`tinyrouter dev costs`: the encoder's time per unit of work on this machine, for the guides.
 
-A random model with Qwen3-0.6B's shape (no download; the same compute as the encoder) is
-timed through the coordinator's own paths (studies/forwards.py): a full forward per item
-(what collection's questions never need, and an evaluation's live turns do), the frozen
-prefix per item (built once per training run and per evaluated item), and one training
-generation's batched tails, per candidate and item. The Submitting and Maintaining guides
-multiply these by the rules' counts (generations, population, minibatch, items, turns) and
-show the derivation; money comes from the rules' prices alone. The figures go to
-evaluator/data/costs.json by default, one entry per device measured.
+A random model with Qwen3-0.6B's shape is timed through the coordinator's own paths
+(studies/forwards.py): a full forward, the frozen prefix, and one training generation's
+batched tails, per item. The Submitting and Maintaining guides multiply these by the rules'
+counts; the figures go to evaluator/data/costs.json, one entry per device measured.
 """
 
 from __future__ import annotations

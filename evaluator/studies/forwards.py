@@ -1,21 +1,9 @@
 """The coordinator benchmark: a full forward per θ (naive) against the frozen-prefix cache.
 
-Three paths score the same K random θ (SVF scales away from 1) on the same N token
-sequences and must reach the same decisions: naive (a full forward per θ), per-candidate
-cached (`features` once per θ) and batched (`features_many` once for all K, as training
-evaluates a generation). SVF is applied through the same modules, in the cheaper form for
-each path's token count.
-
-Ratios, all of wall-clock medians over repeats:
-- `per_theta_ratio`: naive over per-candidate cached, per θ.
-- `generation_ratio` (the headline): K naive forwards over one batched generation on a built
-  prefix. The prefix build is left out because training builds it once for all generations.
-- `generation_ratio_with_prefix`: the same with one prefix build added (a single generation).
-- `per_candidate_generation_ratio`: K naive forwards over K per-candidate cached calls.
-- `batching_speedup`: K per-candidate cached calls over one batched call.
-`limit_ratio` is the multiply-add bound of the per-θ (and prefix-excluded generation) ratio:
-the naive body's work over the work the cached path cannot avoid; batching shares no
-multiply-adds, only θ-independent set-up. `limit_ratio_with_prefix` adds the prefix's work.
+Three paths score the same K random θ on the same N token sequences and must reach the same
+decisions: naive, per-candidate cached (`features`) and batched (`features_many`, as training
+evaluates a generation). The ratios are of wall-clock medians over repeats; `limit_ratio` is
+the multiply-add bound of what caching can save (the Reference page explains each ratio).
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """`tinyrouter dev grading`: the graders against an independent grader, and what bounding costs.
 
-Agreement: the peer vectors (another routing benchmark's grading cases: response, reference,
-expected verdict) graded by this package's graders; cases of benchmarks outside the rules are
-left out, and the Verifier-verdict cases belong to the session's parser, not to a grader.
-`--agreement OUT` writes the figure the Benchmarks page publishes
-(`evaluator/benchmarks/agreement.json`).
-
-Timing: the math answers of the demo corpus (right and wrong per item) graded three ways, R
-times each: math-verify in this process with no limit (how grading ran before its limit), in the
-long-lived bounded worker (how it runs now), and in a fresh worker per comparison (what a bound
-that starts a process per comparison would cost, on a few answers). Medians and ratios to the
-in-process figure of the same run.
+Agreement: the peer vectors (another routing benchmark's grading cases) graded by this
+package's graders; `--agreement OUT` writes the figure the Benchmarks page publishes. Timing:
+the demo corpus's math answers graded in this process with no limit, in the long-lived bounded
+worker, and in a fresh worker per comparison; medians and ratios to the in-process figure.
 """
 
 from __future__ import annotations

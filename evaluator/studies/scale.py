@@ -1,14 +1,10 @@
 """`tinyrouter dev scale`: how the light commands' cost grows with a season's records.
 
-For each size N it builds a synthetic board: a sealed season's manifest and feature basis
-(as many directions as the rules allow, so gate 3 works as on a real board), a seeded king
-(its folder merged), N miners with one attempt each (an official-shape head's fingerprint,
-gates passed) and one lost result each, every record made through the real record types and
-written in the store's format, so the board validates. On every board it times, in a fresh
-interpreter each, what the workflows run per event: `gates` on one new head (recording its
-attempt), `leaderboard apply` of its result, `leaderboard validate` (the full check) and `site
-build`. Runs interleave over sizes and commands, so drift on a busy machine hits every cell
-alike; medians, and each command's growth from the smallest board to the largest, come from the same run.
+For each size N it builds a synthetic board through the real record types (a sealed season's
+manifest and feature basis, a seeded king, N miners with one attempt and one lost result each)
+and times, in a fresh interpreter each, what the workflows run per event: `gates`, `leaderboard
+apply`, `leaderboard validate` and `site build`. Runs interleave over sizes and commands, so a
+busy machine's drift hits every cell alike.
 """
 
 from __future__ import annotations
@@ -32,7 +28,7 @@ from evaluator.benchmarks.sealing import build_manifest
 from evaluator.commands.output import write_json_out
 from evaluator.errors import UsageError
 from evaluator.files import dumps, format_time
-from evaluator.fingerprints import cosines, encode_projected, energy_on
+from evaluator.fingerprints import cosines, encode_projected
 from evaluator.records import KING, LOST, Attempt, Crowning, King, Result, Seen
 from evaluator.rules import Competition
 from evaluator.scoring import BenchmarkScore
@@ -74,7 +70,10 @@ def _lost(miner: str, pr: int, sha: str, at: datetime, rng: np.random.Generator,
     result = Result(miner=miner, generation=1, pr=pr, head_sha=sha, evaluated_at=format_time(at),
                     outcome=LOST, benchmark_manifest="f" * 64, partition_commitment=_sha(rng, 32),
                     composite=0.6 + delta, king_composite=0.6, delta=delta,
-                    ci95=(delta - 0.05, delta + 0.05))
+                    ci95=(delta - 0.05, delta + 0.05),
+                    crown_test={"stage": 1, "difference": delta, "weighted": delta, "se": 0.02,
+                                "z": delta / 0.02, "live_items": rules.live_stages[0],
+                                "live_sessions": 2 * len(rules.benchmarks) * rules.live_stages[0]})
     return result.public(rules.disclosure_precision)
 
 
@@ -110,7 +109,7 @@ def build_board(root: Path, n: int, rules: Competition) -> Path:
         attempt = Attempt(miner=miner, generation=1, pr=100 + i, head_sha=sha,
                           at=format_time(at), weights_sha256=_sha(rng, 32), gates_passed=True,
                           fingerprint=view,
-                          seen=Seen(basis.digest, energy_on(view, rules, basis.directions)))
+                          seen=Seen(basis.digest))
         lines.append(json.dumps(attempt.to_dict(), sort_keys=True) + "\n")
         path = store.result_path(miner, 1)
         path.parent.mkdir(parents=True)
@@ -185,12 +184,11 @@ CUTS = (0.995, 0.9905, 0.9895, 0.985, 0.98, 0.95, 0.9, 0.8)  # copies moved to t
 
 def duplicate_agreement(heads: int, rules: Competition) -> dict:
     """Gate 3's decision on every disguised copy of H random heads (evaluator.copies, and
-    copies moved to each of CUTS), against the head as stored in the float16 format of
-    earlier logs and in the compact one: how many decisions agree, and the largest cosine
-    shift from the full-precision one among copies within 0.01 of the gate's line (the shift
-    grows with the distance from 1, where it decides nothing). Then the same on a season's
-    feature basis, as gate 3 compares there: the compact format against the projected one
-    that boards with a basis keep (`on_basis`)."""
+    copies moved to each of CUTS), against the head as the log stores it compactly and at full
+    precision: how many decisions agree, and the largest cosine shift among copies within 0.01
+    of the gate's line (the shift grows with the distance from 1, where it decides nothing).
+    Then the same on a season's feature basis, against the projection boards with a basis
+    keep (`on_basis`)."""
     from evaluator.copies import DISGUISES, disguise, evading
     from evaluator.gates import decode_fingerprint, encode_fingerprint, fingerprint
 
@@ -199,25 +197,23 @@ def duplicate_agreement(heads: int, rules: Competition) -> dict:
     with tempfile.TemporaryDirectory(prefix="tinyrouter-scale-") as tmp:
         (Path(tmp) / "leaderboard").mkdir()
         basis = _season(Store(Path(tmp)), rules, np.random.default_rng(7))
-    on_basis = {"copies": 0, "same_decision": 0, "compact_same_decision": 0,
-                "largest_shift_near_the_line": 0.0, "compact_largest_shift_near_the_line": 0.0}
+    on_basis = {"copies": 0, "same_decision": 0, "largest_shift_near_the_line": 0.0}
+    line = rules.duplicate_cosine
     for seed in range(heads):
         rng = np.random.default_rng(1000 + seed)
         head = rng.normal(0, 0.1, rules.head_shape)
         original = fingerprint(head, rules.n_models)
-        legacy = original.astype("<f2").astype(np.float64)
         compact = decode_fingerprint(encode_fingerprint(original, rules.n_models), rules)
         copies = [disguise(kind, head, np.ones(rules.svf_scale_count), rules.n_models,
                            seed)[0] for kind in DISGUISES]
         copies += [evading(head, cut, rules.n_models, seed) for cut in CUTS]
         for copy in copies:
             mine = fingerprint(copy, rules.n_models)
-            before, after = float(mine @ legacy), float(mine @ compact)
-            agree += (before >= rules.duplicate_cosine) == (after >= rules.duplicate_cosine)
+            full, stored = float(mine @ original), float(mine @ compact)
+            agree += (full >= line) == (stored >= line)
             total += 1
-            full = float(mine @ original)
-            if abs(full - rules.duplicate_cosine) <= 0.01:
-                shift = max(shift, abs(after - full))
+            if abs(full - line) <= 0.01:
+                shift = max(shift, abs(stored - full))
         _agree_on_basis(on_basis, original, copies, basis, rules)
     return {"copies": total, "same_decision": agree, "largest_shift_near_the_line": shift,
             "on_basis": on_basis}
@@ -226,25 +222,22 @@ def duplicate_agreement(heads: int, rules: Competition) -> dict:
 def _agree_on_basis(tally: dict, original: np.ndarray, copies: list[np.ndarray],
                     basis: FeatureBasis, rules: Competition) -> None:
     """Adds to `tally` gate 3's decisions on the basis for `copies` of the head whose
-    fingerprint is `original`, as stored projected and as stored compactly (the format of
-    earlier logs), each against the full-precision projection."""
-    from evaluator.gates import encode_fingerprint, fingerprint
+    fingerprint is `original`, as stored projected, against the full-precision projection."""
+    from evaluator.gates import fingerprint
 
     n, directions = rules.n_models, basis.directions
-    stored = [encode_fingerprint(original, n), encode_projected(original, n, directions)]
-    energies = [energy_on(text, rules, directions) for text in stored]
+    stored = encode_projected(original, n, directions)
     exact = basis.project(original, n)
     for copy in copies:
         mine = fingerprint(copy, n)
         full = float(basis.project(mine, n) @ exact)
-        compact, projected = cosines(mine, stored, rules, directions, energies)
+        projected = float(cosines(mine, [stored], rules, directions)[0])
         line = rules.duplicate_cosine
         tally["copies"] += 1
-        for prefix, cosine in (("", projected), ("compact_", compact)):
-            tally[f"{prefix}same_decision"] += int((cosine >= line) == (full >= line))
-            if abs(full - line) <= 0.01:
-                key = f"{prefix}largest_shift_near_the_line"
-                tally[key] = max(tally[key], abs(float(cosine) - full))
+        tally["same_decision"] += int((projected >= line) == (full >= line))
+        if abs(full - line) <= 0.01:
+            tally["largest_shift_near_the_line"] = max(tally["largest_shift_near_the_line"],
+                                                       abs(projected - full))
 
 
 def _sizes(text: str) -> list[int]:
@@ -300,14 +293,13 @@ def print_report(report: dict) -> None:
         print(f"{name + ' per line':<{width}}{per_line}")
     dup = report["duplicates"]
     print(f"gate 3 on {dup['copies']} disguised copies: {dup['same_decision']} decisions as from "
-          f"the float16 fingerprints; near the line, cosines within "
-          f"{dup['largest_shift_near_the_line']:.1e} of the full-precision ones")
+          f"the full-precision fingerprints from the compact ones; near the line, cosines "
+          f"within {dup['largest_shift_near_the_line']:.1e} of the full-precision ones")
     on = dup["on_basis"]
     print(f"on a season's feature basis, as gate 3 compares there, of {on['copies']} "
           f"decisions: as from the full-precision fingerprint {on['same_decision']} from the "
           f"projected one the log keeps (within {on['largest_shift_near_the_line']:.1e} near "
-          f"the line), {on['compact_same_decision']} from the compact one (within "
-          f"{on['compact_largest_shift_near_the_line']:.1e})")
+          f"the line)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,14 +1,9 @@
 """`tinyrouter dev serving`: the routing overhead of a served request, without the pool.
 
-B sessions play at once, as B concurrent requests would: each asks the server's batcher
-(`serve.batcher.RoutingBatcher`, the one thread that owns the encoder) for its decision turn
-after turn, on transcripts built by the loop's own `coordinator_transcript` from demo corpus
-questions and answers. No pool call is made, so what is timed is the encoder and the head,
-the queue and the batching: per decision (one turn) and per request (every turn of a
-session, what a served response reports as `routing_ms`), as p50 and p95, with requests and
-decisions per second, at each B; and the CPU time the encoder spent per decision and per
-request (each transcript's share of its pass), which a loaded machine inflates less than the
-wall clock (the load average is printed beside it).
+B sessions ask the server's batcher (`serve.batcher.RoutingBatcher`) for their decisions turn
+after turn, on transcripts built from demo corpus questions, with no pool call: what is timed
+is the encoder, the head, the queue and the batching, per decision and per request (p50, p95,
+throughput), and the encoder's CPU time, which a loaded machine inflates less than the clock.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ def fixture_submission(root: Path, login: str, seed: int, rules: Competition) ->
               "fitness_history": [{"generation": g, "mean": 0.5, "max": 0.6, "best": 0.6}
                                   for g in range(3)],
               "total_cost_usd": 1.0, "ledger_head": "ab" * 32, "init_weights_sha256": None,
-              "tinyrouter_version": __version__, "created_at": "2026-11-28T10:00:00Z"}
+              "held_out": None, "tinyrouter_version": __version__, "created_at": "2026-11-28T10:00:00Z"}
     folder = write_submission(root, login, 1, head, scales, fields, rules)
     return folder.relative_to(root).as_posix()
 

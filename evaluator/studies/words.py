@@ -1,16 +1,10 @@
 """`tinyrouter dev words`: how close a linear head on the encoder's features comes to the
 category lookup, next to the same fit on an exact bag of the questions' words.
 
-On the demo the lookup is the best router there is: the simulator draws every grade from a
-skill per (model, benchmark, category), and the lookup reads the category label. A head has
-to infer the category from the question, so what it reaches on an exact bag of the words is
-what any encoder could give it; the rules' encoder should come close to that.
-
-Each seeded split holds out `train_holdout`'s share of the collected rows (as `train` does),
-fits the start (train/start.py: the lookup's choices, whitened softmax regression) on
-them, and scores the head and the lookup by the personas' skills, not by sampled grades, on
-every corpus question outside the training rows: hundreds of questions and no grading noise,
-so a split's difference is the routing's alone.
+On the demo the lookup is the best router there is (grades are drawn per model, benchmark and
+category); what a head reaches on an exact bag of the words is what any encoder could give
+it. Each seeded split fits the start (train/start.py) on the training rows and scores it and
+the lookup by the personas' skills on every other corpus question: no grading noise.
 """
 
 from __future__ import annotations

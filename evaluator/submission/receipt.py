@@ -1,12 +1,9 @@
 """receipt.json: the training receipt, parsed strictly (semantic checks are gate 4's).
 
 The parser rejects unknown fields, duplicate keys, NaN literals and wrong types, so a
-receipt that parses has exactly the shape below.
-
-Across versions: a field added to the receipt without raising `RECEIPT_FORMAT` is optional
-(`LATER_FIELDS`; missing, it reads as null), so a receipt from an earlier `pack` of the same
-format still passes. A field that becomes required raises the format, and `format_problem`
-refuses a receipt of another format at gate 0, before the rate limit spends a slot.
+receipt that parses has exactly the shape below, every field present. A new field raises
+`RECEIPT_FORMAT`, and `format_problem` refuses a receipt of another format at gate 0, before
+the rate limit spends a slot.
 """
 
 from __future__ import annotations
@@ -90,8 +87,6 @@ RECEIPT_FIELDS: dict[str, tuple[FieldCheck, str]] = {
     "tinyrouter_version": (lambda v: isinstance(v, str) and 0 < len(v) <= 32, "a version string"),
     "created_at": (is_utc_time, "a UTC time like 2026-11-28T10:00:00Z"),
 }
-# Fields that came after their format was published: a receipt without them reads them as null.
-LATER_FIELDS = ("init_weights_sha256", "held_out")
 MAX_ID_CHARS = 200  # an item id in `held_out`
 
 
@@ -114,7 +109,6 @@ def parse_receipt(raw: bytes | str, rules: Competition) -> Receipt:
         raise SubmissionError(str(exc)) from exc
     if not isinstance(data, dict):
         raise SubmissionError(f"{RECEIPT_FILE} must be a JSON object")
-    data = {name: None for name in LATER_FIELDS} | data
     _check_object(data, RECEIPT_FIELDS, RECEIPT_FILE)
     unknown = sorted((set(data["benchmarks"]) | set(data["held_out"] or ()))
                      - set(rules.benchmarks))

@@ -14,7 +14,7 @@ from typing import Any
 from evaluator import __version__
 from evaluator.errors import TrainingError
 from evaluator.files import dumps, format_time, utc_now
-from evaluator.pool.ledger import verify_ledger
+from evaluator.pool.ledger import LedgerSummary, verify_ledger
 from evaluator.rules import NAME_RE, Competition, is_name
 from evaluator.store import Store
 from evaluator.submission.folder import write_submission
@@ -109,28 +109,13 @@ def pack(run_dir: str | Path, login: str, repo_dir: str | Path, rules: Competiti
         raise TrainingError(f"{run_dir} was trained for another pool or head size than these "
                             "rules (check --competition)")
     head, scales = read_weights(run_dir / BEST_FILE, rules)
-    if not (run_dir / LEDGER_FILE).is_file():
-        raise TrainingError(f"{run_dir} has no {LEDGER_FILE}: train on data collected with "
-                            "`tinyrouter collect`, whose ledger proves the receipt's cost")
-    ledger = verify_ledger(run_dir / LEDGER_FILE)
-    if ledger.total_cost_usd <= rules.receipt_min_cost_usd:
-        raise TrainingError(f"the run's ledger records ${ledger.total_cost_usd}; a receipt "
-                            f"needs a cost above ${rules.receipt_min_cost_usd}")
+    ledger = _paid_ledger(run_dir, rules)
     repo = Path(repo_dir)
     generation, draft = target_generation(repo, login)
     created_at = created_at or format_time(utc_now())
     fields = receipt_fields(summary, history, ledger.total_cost_usd, ledger.head, created_at,
                             held_out_ids(run_dir))
-    if len(dumps(fields)) + RECEIPT_MARGIN > rules.max_receipt_bytes and fields["held_out"]:
-        log.warning("the run's held-out ids would take the receipt over its %d-byte cap, so "
-                    "it leaves them out: challengers' `score --king` will compare with this "
-                    "head on rows it may have trained on", rules.max_receipt_bytes)
-        fields["held_out"] = None
-    size = len(dumps(fields)) + RECEIPT_MARGIN
-    if size > rules.max_receipt_bytes:
-        raise TrainingError(f"{len(history)} generations make a receipt of about {size} bytes, "
-                            f"over the {rules.max_receipt_bytes}-byte cap; train a new run "
-                            "with fewer --generations")
+    _fit_the_cap(fields, len(history), rules)
     readme = render_readme(login, generation, summary, history, ledger.total_cost_usd,
                            current_score(run_dir))
     if draft is None:
@@ -147,6 +132,34 @@ def pack(run_dir: str | Path, login: str, repo_dir: str | Path, rules: Competiti
     finally:
         shutil.rmtree(aside, ignore_errors=True)
     return folder
+
+
+def _paid_ledger(run_dir: Path, rules: Competition) -> LedgerSummary:
+    """The run's verified ledger, which proves the receipt's cost; TrainingError without one,
+    or with one that records too little."""
+    if not (run_dir / LEDGER_FILE).is_file():
+        raise TrainingError(f"{run_dir} has no {LEDGER_FILE}: train on data collected with "
+                            "`tinyrouter collect`, whose ledger proves the receipt's cost")
+    ledger = verify_ledger(run_dir / LEDGER_FILE)
+    if ledger.total_cost_usd <= rules.receipt_min_cost_usd:
+        raise TrainingError(f"the run's ledger records ${ledger.total_cost_usd}; a receipt "
+                            f"needs a cost above ${rules.receipt_min_cost_usd}")
+    return ledger
+
+
+def _fit_the_cap(fields: dict[str, Any], generations: int, rules: Competition) -> None:
+    """Keeps the receipt under its byte cap: its held-out ids left out where they would take
+    it over, a TrainingError where it is over without them."""
+    if len(dumps(fields)) + RECEIPT_MARGIN > rules.max_receipt_bytes and fields["held_out"]:
+        log.warning("the run's held-out ids would take the receipt over its %d-byte cap, so "
+                    "it leaves them out: challengers' `score --king` will compare with this "
+                    "head on rows it may have trained on", rules.max_receipt_bytes)
+        fields["held_out"] = None
+    size = len(dumps(fields)) + RECEIPT_MARGIN
+    if size > rules.max_receipt_bytes:
+        raise TrainingError(f"{generations} generations make a receipt of about {size} bytes, "
+                            f"over the {rules.max_receipt_bytes}-byte cap; train a new run "
+                            "with fewer --generations")
 
 
 def target_generation(repo: Path, login: str) -> tuple[int, Path | None]:

@@ -1,17 +1,10 @@
 """The role rows, fitted from collected rows without a live call.
 
-A session ends when a Verifier accepts (SPEC §4), so the cheapest good session answers on
-turn 1 and is judged on turn 2: two turns, where an untrained head runs to the turn cap.
-Both transcripts can be built from what `collect` kept: turn 1 is the query alone, where a
-Worker should answer; turn 2 is the query and one pool model's cached Worker answer (a
-seeded draw per row, so the fit does not learn whether the answer is right), where a
-Verifier should judge it.
-
-The role rows never change which model is called, and the cached fitness CMA-ES climbs never
-reads them, so they are fitted after the search, on the trained head's own features (its SVF
-scales): a softmax regression of those two targets with an L2 penalty, on up to
-`role_rows` training rows. It is convex and takes about a second at most, whatever the number
-of generations; its only cost is encoding the turn-2 transcripts once.
+The cheapest good session answers on turn 1 and is judged on turn 2 (SPEC §4): turn 1 is the
+query alone, where a Worker should answer; turn 2 the query and one pool model's cached Worker
+answer (a seeded draw, so the fit does not learn whether it is right), where a Verifier should
+judge it. The role rows never change which model is called, so they are fitted after the
+search on the trained head's features: a convex softmax regression of those two targets.
 """
 
 from __future__ import annotations

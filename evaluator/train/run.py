@@ -1,14 +1,9 @@
 """Train one routing head with separable CMA-ES: the run, its checkpoints and its summary.
 
-Fitness is the expected cached accuracy of `fitness.evaluate_population` against each row's
-target (the cached grade pulled toward the model's rate on the question's category,
-`shrink`), so the head is rewarded for who is good at what rather than for which answers
-happened to land. A share of the training rows (`select`) is set aside: the search never
-reads it, the start and every generation's head are scored on it, and a head replaces the
-kept one only for a lead there beyond chance (train/select.py), so a search that only fits
-its minibatches' noise hands back its start. Resuming replays the recorded fitness values
-through a fresh optimiser with the same seed, which rebuilds its state exactly without
-pickling it.
+Fitness is the expected cached accuracy against each row's shrunk target (`shrink`), so the
+head is rewarded for who is good at what. A share of the rows (`select`) is never read by the
+search: a head replaces the kept one only for a lead there beyond chance (train/select.py).
+Resuming replays the recorded fitness values through a fresh optimiser with the same seed.
 """
 
 from __future__ import annotations

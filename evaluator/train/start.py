@@ -1,19 +1,10 @@
 """Where the search starts: the model rows fitted to the category lookup's choices.
 
-CMA-ES from W = 0 spends most of its generations finding what a convex fit finds in a
-second: which model is best for questions like this one. So by default the search starts
-from a softmax regression (L2-penalised) of each training row's category's best model
-(the targets with the category's rate at full weight, `START_SHRINK`): the simplest router
-there is, the category → best-model lookup, imitated by a linear head on the encoder's
-features with the SVF scales at 1 (a row without a category contributes its own blended
-grade's best model). CMA-ES then climbs the expected cached accuracy from
-there. The role rows start at 0 (they are fitted after the search, train/roles.py) and the
-scales at 1. Deterministic for the data, so a resumed run rebuilds the same start.
-
-The fit runs in whitened coordinates: an encoder's features are far from isotropic (most
-of their length is shared by every question), so plain gradient descent would barely move
-along the directions that tell questions apart. Whitening is a linear change of
-coordinates, so the fitted rows map back to rows on the features themselves.
+CMA-ES from W = 0 spends most of its generations finding what a convex fit finds in a second,
+so the search starts from a softmax regression of each training row's category's best model
+(the category → best-model lookup, imitated by a linear head), fitted in whitened coordinates
+and mapped back. The role rows start at 0 and the scales at 1; deterministic for the data, so a
+resumed run rebuilds the same start.
 """
 
 from __future__ import annotations

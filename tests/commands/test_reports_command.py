@@ -22,8 +22,10 @@ IDENTITY = {"format": 1, "miner": "alice", "generation": 2, "pr": 12, "head_sha"
             "partition_commitment": "c" * 64}
 KING = {**IDENTITY, "outcome": "king", "composite": 0.7134, "king_composite": 0.69,
         "delta": 0.0234, "ci95": [0.005, 0.055], "reason": None,
+        "crown_test": {"stage": 1, "difference": 0.03, "weighted": 0.03, "se": 0.0085, "z": 3.52,
+                       "live_items": 20, "live_sessions": 120},
         "per_benchmark": {b: part(0.7134) for b in BENCHES}, "live_cost_usd": 0.41}
-FIRST = {**KING, "king_composite": None, "delta": None, "ci95": None}
+FIRST = {**KING, "king_composite": None, "delta": None, "ci95": None, "crown_test": None}
 LOST = {**IDENTITY, "outcome": "lost", "composite": 0.7, "delta": 0.01, "ci95": None,
         "crown_test": {"stage": 1, "live_items": 20, "live_sessions": 120}}
 REJECTED = {**IDENTITY, "outcome": "rejected", "composite": None, "delta": None,

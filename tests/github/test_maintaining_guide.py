@@ -109,8 +109,13 @@ def crowned(miner: str, pr: int | None, king: float | None = None, composite: fl
             "evaluated_at": at, "outcome": "king", "composite": composite,
             "king_composite": king, "delta": None if king is None else composite - king,
             "ci95": None if king is None else [0.01, 0.05], "reason": None,
+            "crown_test": None if king is None else {
+                "stage": 1, "difference": composite - king, "weighted": composite - king,
+                "se": 0.01, "z": 9.0,
+                "live_items": 20, "live_sessions": 120},
             "per_benchmark": {b: dict(parts) for b in OFFICIAL.benchmarks},
-            "live_cost_usd": 0.41, "benchmark_manifest": "f" * 64, "router_card": None}
+            "live_cost_usd": 0.41, "benchmark_manifest": "f" * 64, "router_card": None,
+            "against": None, "isolation": None, "not_compared": None}
 
 
 def write_evaluation(folder: Path, public: dict) -> None:

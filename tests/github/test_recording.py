@@ -26,21 +26,24 @@ def scores(composite: float) -> dict:
             "efficiency": 0.525, "novelty": 0.5, "overfit_penalty": 1.0, "score": composite}
 
 
-def crowned(miner: str, pr: int, sha: str, king: float | None = None) -> dict:
+def crowned(miner: str, pr: int, sha: str) -> dict:
+    """A crown scored when no king reigned."""
     return {"format": 1, "miner": miner, "generation": 1, "pr": pr, "head_sha": sha,
             "evaluated_at": "2026-11-20T12:00:00Z", "outcome": "king",
             "benchmark_manifest": "f" * 64, "partition_commitment": "e" * 64, "composite": 0.6,
-            "king_composite": king, "delta": None if king is None else 0.6 - king,
-            "ci95": None if king is None else [0.01, 0.05], "reason": None,
+            "king_composite": None, "delta": None, "ci95": None, "reason": None,
             "per_benchmark": {b: scores(0.6) for b in OFFICIAL.benchmarks},
-            "live_cost_usd": 0.41, "router_card": None}
+            "live_cost_usd": 0.41, "router_card": None, "crown_test": None, "against": None,
+            "isolation": None, "not_compared": None}
 
 
 def lost(miner: str, pr: int, sha: str) -> dict:
     return {"format": 1, "miner": miner, "generation": 1, "pr": pr, "head_sha": sha,
             "evaluated_at": "2026-11-20T12:00:00Z", "outcome": "lost",
             "benchmark_manifest": "f" * 64, "partition_commitment": "e" * 64, "composite": 0.5,
-            "delta": -0.1, "ci95": None}
+            "delta": -0.1, "ci95": None,
+            "crown_test": {"stage": 2, "live_items": 60, "live_sessions": 360},
+            "against": None, "isolation": None, "not_compared": None}
 
 
 class Desk:

@@ -46,7 +46,8 @@ def crowned(miner: str, generation: int, pr: int | None, sha: str | None) -> dic
             "king_composite": None, "delta": None, "reason": None, "ci95": None,
             "per_benchmark": {b: parts for b in OFFICIAL.benchmarks}, "live_cost_usd": 0.41,
             "benchmark_manifest": "f" * 64, "partition_commitment": "9" * 64,
-            "router_card": None}
+            "router_card": None, "crown_test": None, "against": None, "isolation": None,
+            "not_compared": None}
 
 
 def crown(repo: Path, rules, weights: tuple[np.ndarray, np.ndarray], make_receipt_fields,

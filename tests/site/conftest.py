@@ -123,7 +123,7 @@ class Board:
         identity = {"miner": miner, "generation": generation, "pr": pr,
                     "head_sha": head_sha(miner, generation, pr, day)}
         self.attempts.append({**identity, "at": stamp(day), "weights_sha256": "e" * 64,
-                              "fingerprint": "AAAA",
+                              "fingerprint": "q7:AAAA",
                               "gates": {"passed": failed is None, "failed": failed}})
         return identity
 
@@ -145,8 +145,9 @@ class Board:
                           delta=None if king is None else round(composite - king_composite, 4),
                           ci95=[0.004, 0.058] if king else None, benchmark_manifest="f" * 64,
                           partition_commitment="c" * 64,
-                          crown_test={"stage": 1, "difference": 0.035, "se": 0.0105, "z": 3.33,
-                                      "live_items": 20, "live_sessions": 120} if king else None)
+                          crown_test={"stage": 1, "difference": 0.035, "weighted": 0.035,
+                                      "se": 0.0105, "z": 3.33, "live_items": 20,
+                                      "live_sessions": 120} if king else None)
         if outcome == "king":
             with_card = self.cards if card is None else card
             record.update(per_benchmark=breakdown(composite), live_cost_usd=0.42,

@@ -224,7 +224,7 @@ def test_csv_cells_cannot_become_spreadsheet_formulas(tmp_path):
     from evaluator.site.state import LeaderboardState
 
     state = LeaderboardState(results=[Result.from_dict({"miner": "=HYPERLINK(\"x\")",
-                                                        "outcome": "lost"})])
+                                                        "outcome": "lost"}, strict=False)])
     frame = pd.read_csv(io.StringIO(download_files(state, OFFICIAL)["evaluations.csv"]))
     assert frame["miner"][0] == "'=HYPERLINK(\"x\")"
 

@@ -16,7 +16,7 @@ RECEIPT = {
     "optimizer": {"name": "sep-cma-es", "popsize": 32, "sigma0": 0.1, "generations": 60, "seed": 0},
     "fitness_history": [{"generation": 0, "mean": 0.61, "max": 0.70, "best": 0.70}],
     "total_cost_usd": 31.2, "ledger_head": "0" * 64, "weights_sha256": "f" * 64,
-    "init_weights_sha256": None,
+    "init_weights_sha256": None, "held_out": None,
     "tinyrouter_version": "0.1.0", "created_at": "2026-11-28T10:00:00Z",
 }
 
@@ -75,15 +75,12 @@ def test_receipt_defects_are_named(case, text, message):
         parse_receipt(text, rules=OFFICIAL)
 
 
-def test_a_field_added_after_its_format_reads_as_null_when_missing():
-    """A receipt from the `pack` before `init_weights_sha256` existed (same format) passes."""
-    assert parse_receipt(variant(init_weights_sha256=...), rules=OFFICIAL).init_weights_sha256 \
-        is None
-    assert parse_receipt(variant(), rules=OFFICIAL).held_out is None
+@pytest.mark.parametrize("field", ["init_weights_sha256", "held_out", "weights_sha256"])
+def test_every_field_is_required_even_one_that_may_be_null(field):
+    with pytest.raises(SubmissionError, match=f"missing '{field}'"):
+        parse_receipt(variant(**{field: ...}), rules=OFFICIAL)
     named = {"mmlu": ["mmlu-1", "mmlu-7"]}
     assert parse_receipt(variant(held_out=named), rules=OFFICIAL).held_out == named
-    with pytest.raises(SubmissionError, match="missing 'weights_sha256'"):
-        parse_receipt(variant(weights_sha256=...), rules=OFFICIAL)
 
 
 @pytest.mark.parametrize(("found", "problem"), [

@@ -98,7 +98,7 @@ def _attempted(repo, folder):
     from evaluator.store import Store
 
     Store(repo).record_attempt(Attempt("alice", int(folder.name), 5, "a" * 40,
-                                       "2026-11-20T12:00:00Z", "b" * 64, "AAAA", True, None))
+                                       "2026-11-20T12:00:00Z", "b" * 64, "q7:AAAA", True, None))
 
 
 def _committed(repo, folder):
