@@ -15,11 +15,12 @@ pytestmark = pytest.mark.slow  # each test encodes through the tiny model
 
 torch, prefix = deferred("torch"), deferred("evaluator.coordinator.prefix")
 encoder_module = deferred("evaluator.coordinator.encoder")
+TEXTS = 120  # transcripts encoded once for the module: enough to route to every model
 
 
 @pytest.fixture(scope="module")
 def texts(make_transcripts):
-    return make_transcripts(240, seed=11)
+    return make_transcripts(TEXTS, seed=11)
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +65,7 @@ def test_scales_change_the_features(encoder, texts, cache):
 def test_a_subset_in_any_order_matches_the_whole(encoder, cache, make_theta):
     scales = make_theta(encoder.rules, np.random.default_rng(5))[encoder.rules.n_head_params:]
     whole = prefix.features(cache, scales)
-    index = np.array([17, 3, 200, 4, 239, 0])
+    index = np.array([17, 3, 100, 4, TEXTS - 1, 0])
     assert torch.allclose(prefix.features(cache, scales, index), whole[index], atol=1e-6)
 
 
@@ -73,7 +74,7 @@ def test_a_subset_read_for_many_thetas_gives_each_its_own_features(encoder, text
     # a generation's candidates read one minibatch; what is kept between them must not leak
     rng = np.random.default_rng(6)
     n = encoder.rules.n_head_params
-    first, second = np.array([5, 17, 40, 41, 90, 200]), np.array([1, 5, 77, 150])
+    first, second = np.array([5, 17, 40, 41, 90, 110]), np.array([1, 5, 77, 115])
     for index in (first, first, second, first):
         scales = make_theta(encoder.rules, rng, 1.0, 0.8)[n:]
         whole = prefix.features(cache, scales)
@@ -117,7 +118,7 @@ def test_featurizer_gives_numpy_rows_for_training(encoder, texts, cache):
     assert np.allclose(rows, prefix.features(cache, None, [2, 5]).numpy(), atol=1e-6)
 
 
-@pytest.mark.parametrize("index", [[0, 0], [240], [-1]])
+@pytest.mark.parametrize("index", [[0, 0], [TEXTS], [-1]])
 def test_bad_indices_are_refused(cache, index):
     with pytest.raises(EncoderError, match="indices"):
         prefix.features(cache, None, index)
@@ -176,7 +177,7 @@ def test_a_generation_at_once_equals_each_candidate_alone(encoder, cache, k, per
 
 def test_a_generation_matches_the_full_forward(encoder, texts, cache):
     heads, scales = _population(encoder.rules, 3, seed=20)
-    index = np.arange(0, 240, 4)
+    index = np.arange(0, TEXTS, 2)
     batched = prefix.features_many(cache, scales, index, _budget(cache, 3, index))
     rules = encoder.rules
     for head, scale, rows in zip(heads, scales, batched, strict=True):
@@ -189,7 +190,7 @@ def test_a_generation_matches_the_full_forward(encoder, texts, cache):
 @pytest.mark.parametrize("per_pass", [1, 3, 6])
 def test_a_generation_on_a_subset_in_any_order(encoder, cache, per_pass):
     heads, scales = _population(encoder.rules, 6, seed=30)
-    index = np.array([17, 3, 200, 4, 239, 0, 118, 119])
+    index = np.array([17, 3, 100, 4, TEXTS - 1, 0, 58, 59])
     batched = _assert_same_as_one_by_one(cache, heads, scales, index, _budget(cache, per_pass, index))
     whole = prefix.features_many(cache, scales, budget_bytes=_budget(cache, per_pass))
     assert torch.allclose(batched, whole[:, index], atol=1e-6)
