@@ -32,3 +32,25 @@ def test_the_figures_go_where_the_reference_guide_reads_them(tmp_path, monkeypat
 @pytest.mark.parametrize("repeats", ["0", "-1"])
 def test_no_run_is_refused(repeats, capsys):
     assert main(["dev", "demo", "--repeats", repeats]) == 2
+
+
+def test_one_run_times_each_stage_it_is_told_of(monkeypatch):
+    """Each stage's CPU is what was spent between its start and its end, in the demo's order."""
+    import time
+
+    def demo(root, progress, done):
+        assert not root.exists()  # a fresh workspace
+        for number, (title, busy) in enumerate((("seal", 0.05), ("train", 0.15)), 1):
+            progress(number, 2, title)
+            started = time.perf_counter()
+            end = time.process_time() + busy
+            while time.process_time() < end:
+                pass
+            done(title, time.perf_counter() - started)
+
+    monkeypatch.setattr("evaluator.commands.demo.run_demo", demo)
+    found = demo_times.one_run()
+    assert [s["title"] for s in found["stages"]] == ["seal", "train"]
+    seal, train = found["stages"]
+    assert 0.04 <= seal["cpu_s"] < train["cpu_s"] and train["cpu_s"] >= 0.14
+    assert found["cpu_s"] >= seal["cpu_s"] + train["cpu_s"] and len(found["load"]) == 2
