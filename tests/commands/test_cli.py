@@ -25,3 +25,9 @@ def test_ctrl_c_is_an_interruption_not_a_traceback(monkeypatch, capsys):
     monkeypatch.setattr(demo_times, "one_run", interrupted)
     assert main(["dev", "demo", "--repeats", "1", "--out", "-"]) == 130
     assert capsys.readouterr().err.strip().endswith("interrupted")
+
+
+def test_no_command_prints_the_commands_and_is_a_usage_error(capsys):
+    assert main([]) == 2
+    out = capsys.readouterr().out
+    assert "demo" in out and "`tinyrouter COMMAND --help` shows a command's options." in out
