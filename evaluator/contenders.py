@@ -232,7 +232,8 @@ def earlier_contenders(attempts: Sequence[Attempt], rules: Competition,
         except OSError:
             same = False
         if not same:
-            log.warning("behaviour: %s not compared (its head is not in the head cache)", what)
+            log.warning("behaviour: %s not compared (its recorded weights are not in %s)", what,
+                        "the head cache" if heads is not None else "its submission folder")
             missing.append((what, attempt))
             continue
         theta = theta_from_tensors(*read_weights(path, rules))

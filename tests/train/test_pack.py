@@ -1,3 +1,4 @@
+import atexit
 import dataclasses
 import json
 import shlex
@@ -39,8 +40,9 @@ def trained_run(folder, rules=OFFICIAL, generations=3, cost=0.42):
     kind trained once per process and copied (a test may break its copy as it likes)."""
     key = (rules, generations, cost)
     if key not in _TRAINED:
-        _TRAINED[key] = _train(Path(tempfile.mkdtemp(prefix="trained-")) / "run", rules,
-                               generations, cost)
+        built = Path(tempfile.mkdtemp(prefix="trained-"))
+        atexit.register(shutil.rmtree, built, True)  # the worker's copies go when it ends
+        _TRAINED[key] = _train(built / "run", rules, generations, cost)
     shutil.copytree(_TRAINED[key], folder)
     return folder
 
