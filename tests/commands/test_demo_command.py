@@ -1,4 +1,4 @@
-"""The embedded default, end to end: `tinyrouter demo --fast` in a temporary folder."""
+"""The embedded default, end to end: `tinyrouter demo` in a temporary folder."""
 
 import contextlib
 import io
@@ -58,7 +58,7 @@ def demo(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("demo") / "demo"  # the guide's `--workdir demo`
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        assert main(["demo", "--workdir", str(workdir), "--fast"]) == 0
+        assert main(["demo", "--workdir", str(workdir)]) == 0
     (workdir.parent / "printed.txt").write_text(printed.getvalue(), encoding="utf-8")
     return workdir
 
@@ -260,7 +260,7 @@ def test_rerunning_replaces_an_earlier_demo_but_not_other_folders(tmp_path):
     other = tmp_path / "mine"
     other.mkdir()
     (other / "notes.txt").write_text("keep me")
-    assert main(["demo", "--workdir", str(other), "--fast"]) == 1
+    assert main(["demo", "--workdir", str(other)]) == 1
     assert (other / "notes.txt").read_text() == "keep me"
 
 
@@ -319,7 +319,7 @@ def test_a_miner_practises_on_the_demo_and_a_maintainer_rehearses_as_the_guides_
     printed: the practised head passes every check preflight runs, and its evaluation gives
     the same verdict on them (it is evaluated, not rejected before the hidden sets open)."""
     commands = practise_commands()
-    assert commands[0] == "tinyrouter demo --workdir demo"  # what the fixture ran, with --fast
+    assert commands[0] == "tinyrouter demo --workdir demo"  # what the fixture ran
     assert commands[1] == ". demo/practise.sh"
     run = in_a_fresh_shell(commands[1:], demo.parent)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
