@@ -1,7 +1,7 @@
 /* TinyRouter: small reading aids over Material's tables (the pages read without them too).
  * - In a table that stacks on a phone (.tr-stack), each cell is labelled with its column.
  * - A table or a code block wider than its box gets a line above it saying that it scrolls
- *   sideways. */
+ *   sideways, whenever it is drawn (a search's results too). */
 (function () {
   "use strict";
 
@@ -45,16 +45,21 @@
     return document.querySelectorAll(".md-typeset table:not([class]), .md-typeset pre > code");
   }
 
+  var timer = null;
+  function later(wait) {
+    clearTimeout(timer);
+    timer = setTimeout(function () { boxes().forEach(hint); }, wait);
+  }
+
   function run() {
     document.querySelectorAll(".md-typeset .tr-stack table").forEach(label);
     boxes().forEach(hint);
-    setTimeout(function () { boxes().forEach(hint); }, 200);  // after Material's wrapping
+    // whatever is added later (Material's wrapping, a table a search draws) is looked at too
+    new MutationObserver(function () { later(50); })
+      .observe(document.querySelector(".md-content") || document.body,
+               {childList: true, subtree: true});
   }
 
-  var timer = null;
-  window.addEventListener("resize", function () {
-    clearTimeout(timer);
-    timer = setTimeout(function () { boxes().forEach(hint); }, 150);
-  });
+  window.addEventListener("resize", function () { later(150); });
   if (document.readyState === "complete") { run(); } else { window.addEventListener("load", run); }
 })();

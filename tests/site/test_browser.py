@@ -125,6 +125,18 @@ def test_long_names_stay_inside_the_screen(servers, visitor):
     guest.check("busy-miner-long-name")
 
 
+def test_a_search_typed_on_a_phone_draws_tables_that_say_they_scroll(servers, visitor):
+    guest = visitor("busy", "dark", "phone")
+    page = guest.visit("miners/")
+    page.wait_for_timeout(400)  # well after the page's own tables were looked at
+    page.locator("#tr-miner-query").fill("ivan")
+    page.locator("#tr-miner-found table").first.wait_for()
+    hint = page.locator("#tr-miner-found .tr-scroll-hint").first
+    hint.wait_for(timeout=2000)
+    assert "scrolls sideways" in hint.inner_text()
+    guest.check("busy-miners-search-phone")
+
+
 def test_the_miners_search_finds_a_miner_without_a_page(servers, visitor):
     guest = visitor("busy", "dark", "desktop")
     page = guest.visit("miners/")
