@@ -9,6 +9,7 @@ applying that void record changes nothing on the board but its own file.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
@@ -19,6 +20,7 @@ from evaluation_fakes import make_sets as fake_sets
 from evaluator.evaluate import evaluate
 from evaluator.leaderboard import apply_result
 from evaluator.loop import FAILED, REFUSED, TRUNCATED
+from evaluator.pool import client
 from evaluator.pool.runner import pool_runner
 from evaluator.pool.simulator import Simulator, serve_simulator
 from evaluator.records import VOID
@@ -44,6 +46,14 @@ def live_items(bench: str) -> list[Item]:
     return [Item(bench, f"{bench}-live-{i}", reference=reference, category=CATEGORIES[i % 2],
                  prompt=f"Live question {bench} {i} topic:{CATEGORIES[i % 2]}: solve it.")
             for i in range(RULES.live_size)]
+
+
+@pytest.fixture(autouse=True)
+def quick_backoff(monkeypatch):
+    """A retry here waits milliseconds, not the policy's seconds: what these tests check is
+    what the retries leave behind (the policy's waits are tests/pool/test_client.py's)."""
+    monkeypatch.setattr(client, "RetryPolicy",
+                        functools.partial(client.RetryPolicy, base_delay=0.001))
 
 
 @pytest.fixture(scope="module")
