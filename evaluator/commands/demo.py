@@ -364,8 +364,8 @@ def run_demo(root: Path,
     from evaluator.benchmarks.livecodebench import remembered_grades
 
     # two threads: the tiny encoder's products gain from a second core (a third of the training
-    # stage's time), not from more
-    torch.set_num_threads(min(2, os.cpu_count() or 1))
+    # stage's time), not from more; one where the environment says so (OMP_NUM_THREADS)
+    torch.set_num_threads(min(2, torch.get_num_threads()))
     prepare(root)
     ws = Workspace(root.resolve())
     # the demo's secrets for the run (the environment restored after); the simulator answers

@@ -339,12 +339,19 @@ class RoleData:
 
     rows: np.ndarray
     featurizer: Featurizer
+    # the last scales read and their features: the fit and the summary read the same head's
+    _last: dict[bytes, tuple[np.ndarray, np.ndarray]] = dataclasses.field(
+        default_factory=dict, compare=False, repr=False)
 
     def features(self, featurizer: Featurizer,
                  scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The rows' turn-1 and turn-2 features under the scales."""
-        return (featurizer.features(self.rows, scales),
-                self.featurizer.features(np.arange(len(self.rows)), scales))
+        key = np.asarray(scales, dtype=np.float32).tobytes()
+        if key not in self._last:
+            self._last.clear()
+            self._last[key] = (featurizer.features(self.rows, scales),
+                               self.featurizer.features(np.arange(len(self.rows)), scales))
+        return self._last[key]
 
 
 def fit_role_rows(run_dir: Path, featurizer: Featurizer, roles: RoleData,
@@ -372,8 +379,7 @@ def summarize(run_dir: Path, config: TrainConfig, data: TrainingSet, featurizer:
                            "argmax_acc": argmax_accuracy(head, feats[rows], data.correct[rows],
                                                          rules)}
     if roles is not None:
-        turn1 = feats[roles.rows]  # the features just read, not a second pass
-        turn2 = roles.featurizer.features(np.arange(len(roles.rows)), scales)
+        turn1, turn2 = roles.features(featurizer, scales)  # the role fit's, read once
         for b, name in enumerate(data.benchmarks):
             mine = data.benchmark_of[roles.rows] == b
             if mine.any():
