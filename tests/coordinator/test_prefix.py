@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow  # each test encodes through the tiny model
 
 torch, prefix = deferred("torch"), deferred("evaluator.coordinator.prefix")
 encoder_module = deferred("evaluator.coordinator.encoder")
-TEXTS = 120  # transcripts encoded once for the module: enough to route to every model
+TEXTS = 60  # transcripts encoded once for the module: enough for every θ here to route apart
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_scales_change_the_features(encoder, texts, cache):
 def test_a_subset_in_any_order_matches_the_whole(encoder, cache, make_theta):
     scales = make_theta(encoder.rules, np.random.default_rng(5))[encoder.rules.n_head_params:]
     whole = prefix.features(cache, scales)
-    index = np.array([17, 3, 100, 4, TEXTS - 1, 0])
+    index = np.array([17, 3, 50, 4, TEXTS - 1, 0])
     assert torch.allclose(prefix.features(cache, scales, index), whole[index], atol=1e-6)
 
 
@@ -74,7 +74,7 @@ def test_a_subset_read_for_many_thetas_gives_each_its_own_features(encoder, text
     # a generation's candidates read one minibatch; what is kept between them must not leak
     rng = np.random.default_rng(6)
     n = encoder.rules.n_head_params
-    first, second = np.array([5, 17, 40, 41, 90, 110]), np.array([1, 5, 77, 115])
+    first, second = np.array([5, 17, 40, 41, 45, 55]), np.array([1, 5, 37, 57])
     for index in (first, first, second, first):
         scales = make_theta(encoder.rules, rng, 1.0, 0.8)[n:]
         whole = prefix.features(cache, scales)
@@ -190,7 +190,7 @@ def test_a_generation_matches_the_full_forward(encoder, texts, cache):
 @pytest.mark.parametrize("per_pass", [1, 3, 6])
 def test_a_generation_on_a_subset_in_any_order(encoder, cache, per_pass):
     heads, scales = _population(encoder.rules, 6, seed=30)
-    index = np.array([17, 3, 100, 4, TEXTS - 1, 0, 58, 59])
+    index = np.array([17, 3, 50, 4, TEXTS - 1, 0, 28, 29])
     batched = _assert_same_as_one_by_one(cache, heads, scales, index, _budget(cache, per_pass, index))
     whole = prefix.features_many(cache, scales, budget_bytes=_budget(cache, per_pass))
     assert torch.allclose(batched, whole[:, index], atol=1e-6)
