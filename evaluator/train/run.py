@@ -314,9 +314,8 @@ def run_training(run_dir: str | Path, config: TrainConfig, data: TrainingSet,
         # the start won (it is never a given head): its convex fit again, on every training row
         write_head(run_dir, start_theta(config, data, featurizer, np.arange(len(data.rows)),
                                         rules), rules)
-    if roles is not None:
-        fit_role_rows(run_dir, featurizer, roles, rules)
-    summary = summarize(run_dir, config, data, featurizer, history, rules, roles)
+    turns = fit_role_rows(run_dir, featurizer, roles, rules) if roles is not None else None
+    summary = summarize(run_dir, config, data, featurizer, history, rules, roles, turns)
     summary["selection"] = chooser.record(config.select)
     write_json(run_dir / SUMMARY_FILE, summary)
     return summary
@@ -339,35 +338,32 @@ class RoleData:
 
     rows: np.ndarray
     featurizer: Featurizer
-    # the last scales read and their features: the fit and the summary read the same head's
-    _last: dict[bytes, tuple[np.ndarray, np.ndarray]] = dataclasses.field(
-        default_factory=dict, compare=False, repr=False)
 
     def features(self, featurizer: Featurizer,
                  scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The rows' turn-1 and turn-2 features under the scales."""
-        key = np.asarray(scales, dtype=np.float32).tobytes()
-        if key not in self._last:
-            self._last.clear()
-            self._last[key] = (featurizer.features(self.rows, scales),
-                               self.featurizer.features(np.arange(len(self.rows)), scales))
-        return self._last[key]
+        return (featurizer.features(self.rows, scales),
+                self.featurizer.features(np.arange(len(self.rows)), scales))
 
 
 def fit_role_rows(run_dir: Path, featurizer: Featurizer, roles: RoleData,
-                  rules: Competition) -> None:
-    """Replace the trained head's role rows by the fit on its own features (train/roles.py)."""
+                  rules: Competition) -> tuple[np.ndarray, np.ndarray]:
+    """Replace the trained head's role rows by the fit on its own features (train/roles.py);
+    the turn-1 and turn-2 features it fitted on (the scales stay, so the summary's too)."""
     head, scales = read_weights(run_dir / BEST_FILE, rules)
+    turns = roles.features(featurizer, scales)
     tmp = run_dir / f".{BEST_FILE}.tmp"
-    write_weights(tmp, with_roles(head, *roles.features(featurizer, scales), rules), scales)
+    write_weights(tmp, with_roles(head, *turns, rules), scales)
     tmp.replace(run_dir / BEST_FILE)
+    return turns
 
 
 def summarize(run_dir: Path, config: TrainConfig, data: TrainingSet, featurizer: Featurizer,
-              history: list[dict], rules: Competition,
-              roles: RoleData | None = None) -> dict[str, Any]:
+              history: list[dict], rules: Competition, roles: RoleData | None = None,
+              turns: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     """The run's settings and how its final head does on each benchmark's training rows (with
-    `roles`, also how often it answers on turn 1 and judges on turn 2 on the fit's rows)."""
+    `roles` and their features `turns` as the role fit read them, also how often it answers on
+    turn 1 and judges on turn 2 on the fit's rows)."""
     head, scales = read_weights(run_dir / BEST_FILE, rules)
     feats = featurizer.features(np.arange(len(data.rows)), scales)
     per_bench = {}
@@ -378,8 +374,8 @@ def summarize(run_dir: Path, config: TrainConfig, data: TrainingSet, featurizer:
                                                              rules),
                            "argmax_acc": argmax_accuracy(head, feats[rows], data.correct[rows],
                                                          rules)}
-    if roles is not None:
-        turn1, turn2 = roles.features(featurizer, scales)  # the role fit's, read once
+    if roles is not None and turns is not None:
+        turn1, turn2 = turns
         for b, name in enumerate(data.benchmarks):
             mine = data.benchmark_of[roles.rows] == b
             if mine.any():
